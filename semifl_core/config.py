@@ -1,0 +1,264 @@
+"""One config object for every run, validated once, with the paper's values as named profiles.
+
+Every switch that a table of the paper ablates is a field here:
+
+=====================  ===========================================================
+field                  paper item
+=====================  ===========================================================
+finetune               Table 2 "Fine-tune global model with labeled data"
+                       (False = "parallel": server trains beside the clients and
+                       gets weight 1/2 in the average)
+global_pseudo_labels   Table 2 "Generate pseudo-labels with global model"
+                       (False = pseudo-label every batch with the training model)
+mix_loss               Table 5 Mixup
+sbn_source             Table 3 sBN statistics ("server" or "all")
+local_epochs           Table 5 E (fractional = that fraction of an epoch)
+global_momentum        Table 5 beta_g
+partition              Table 1 columns (iid, non-iid-l-K, dir-ALPHA)
+=====================  ===========================================================
+"""
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import hashlib
+import json
+import math
+import re
+from dataclasses import dataclass, field, fields
+
+DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
+NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "svhn": 10, "fashionmnist": 10, "mnist": 10, "synthetic": 10}
+TRAIN_SIZE = {"cifar10": 50000, "cifar100": 50000, "svhn": 73257, "fashionmnist": 60000, "mnist": 60000,
+              "synthetic": 2000}
+ALGORITHMS = ("semifl", "fedavg-fixmatch", "partially-supervised", "fully-supervised", "fedavg-supervised")
+MODELS = ("wrn28x2", "wrn28x8", "cnn")
+NORMS = ("sbn", "gn", "bn")
+ENGINES = ("auto", "vectorized", "sequential")
+STRONG_AUGS = ("semifl", "fixmatch")
+PROFILES = ("paper", "small", "smoke")
+
+
+class ConfigError(ValueError):
+    """A config field has a value that is not allowed. The message is one line."""
+
+
+@dataclass(frozen=True)
+class Config:
+    # what runs
+    algorithm: str = "semifl"
+    dataset: str = "fashionmnist"
+    num_supervised: int = 250            # N_S, labeled images at the server, balanced per class
+    model: str = "cnn"
+    norm: str = "sbn"                    # sbn (static BN, the paper's), gn (GroupNorm), bn (plain BN)
+    seed: int = 0
+    # federation
+    num_clients: int = 100               # M
+    active_rate: float = 0.1             # C
+    partition: str = "iid"               # iid | non-iid-l-K | dir-ALPHA
+    rounds: int = 800                    # T
+    # client (unlabeled) training
+    local_epochs: float = 5.0            # E; fractional = that fraction of one epoch
+    client_batch: int = 10
+    threshold: float = 0.95              # tau
+    mixup_alpha: float = 0.75            # a, lambda ~ Beta(a, a)
+    mix_loss: bool = True
+    global_pseudo_labels: bool = True
+    client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
+    # server (labeled) training
+    finetune: bool = True
+    server_batch: int = 10
+    server_epochs: float = 5.0
+    # optimisation, shared by server and clients
+    lr: float = 0.03
+    momentum: float = 0.9
+    weight_decay: float = 5e-4
+    nesterov: bool = True
+    clip_norm: float = 1.0
+    global_momentum: float = 0.5         # beta_g, server SGD (lr 1) on the pseudo-gradient
+    # static batch norm
+    sbn_source: str = "all"              # all: server + every client's data (authors') | server
+    # augmentation
+    strong_aug: str = "semifl"           # semifl: the authors' RandAugment variant | fixmatch
+    # execution (do not change results)
+    engine: str = "auto"
+    eval_every: int = 1
+
+    # ------------------------------------------------------------------ derived
+    @property
+    def num_classes(self) -> int:
+        return NUM_CLASSES[self.dataset]
+
+    @property
+    def num_active(self) -> int:
+        return max(math.floor(self.active_rate * self.num_clients), 1)
+
+    @property
+    def federated(self) -> bool:
+        return self.algorithm in ("semifl", "fedavg-fixmatch", "fedavg-supervised")
+
+    @property
+    def partition_kind(self) -> tuple[str, float]:
+        """('iid', 0) | ('non-iid-l', K) | ('dir', alpha)."""
+        if self.partition == "iid":
+            return "iid", 0
+        if m := re.fullmatch(r"non-iid-l-(\d+)", self.partition):
+            return "non-iid-l", int(m.group(1))
+        if m := re.fullmatch(r"dir-([0-9.eE+-]+)", self.partition):
+            return "dir", float(m.group(1))
+        raise ConfigError(f"partition={self.partition!r}: allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
+
+    @property
+    def resolved_engine(self) -> str:
+        if self.engine != "auto":
+            return self.engine
+        return "sequential" if self.norm == "bn" else "vectorized"
+
+    # ------------------------------------------------------------------ validation
+    def validate(self) -> "Config":
+        def bad(name, allowed):
+            raise ConfigError(f"{name}={getattr(self, name)!r}: {allowed}")
+
+        for name, choices in (("algorithm", ALGORITHMS), ("dataset", DATASETS), ("model", MODELS),
+                              ("norm", NORMS), ("engine", ENGINES), ("strong_aug", STRONG_AUGS),
+                              ("sbn_source", ("all", "server")), ("client_momentum", ("keep", "reset"))):
+            if getattr(self, name) not in choices:
+                close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else ""
+                bad(name, f"allowed are {', '.join(choices)}{hint}")
+        for name in ("num_supervised", "num_clients", "rounds", "client_batch", "server_batch", "eval_every"):
+            if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool) \
+                    or getattr(self, name) < 1:
+                bad(name, "must be an integer >= 1")
+        kind, value = self.partition_kind
+        n_train = TRAIN_SIZE[self.dataset]
+        if self.num_supervised % self.num_classes:
+            bad("num_supervised", f"must be a multiple of the number of classes ({self.num_classes})")
+        if self.num_supervised > n_train:
+            bad("num_supervised", f"must be at most the training set size ({n_train})")
+        if not 0 < self.active_rate <= 1:
+            bad("active_rate", "must be in (0, 1]")
+        if self.federated and self.num_clients > n_train - self.num_supervised:
+            bad("num_clients", f"must be at most the number of client samples ({n_train - self.num_supervised})")
+        if kind == "non-iid-l":
+            if not 1 <= value <= self.num_classes:
+                bad("partition", f"K must be between 1 and the number of classes ({self.num_classes})")
+            if (value * self.num_clients) % self.num_classes:
+                bad("partition", f"K * num_clients must be a multiple of the number of classes ({self.num_classes})")
+        if kind == "dir" and not value > 0:
+            bad("partition", "Dirichlet alpha must be > 0")
+        if not 0 <= self.threshold <= 1:
+            bad("threshold", "must be in [0, 1]")
+        for name in ("local_epochs", "server_epochs", "mixup_alpha"):
+            if not getattr(self, name) > 0:
+                bad(name, "must be > 0")
+        for name in ("lr", "weight_decay", "momentum", "global_momentum", "clip_norm"):
+            if getattr(self, name) < 0:
+                bad(name, "must be >= 0")
+        for name in ("momentum", "global_momentum"):
+            if getattr(self, name) >= 1:
+                bad(name, "must be < 1")
+        if self.resolved_engine == "vectorized" and self.norm == "bn":
+            bad("engine", "the vectorized engine needs norm 'sbn' or 'gn' (plain BN keeps running buffers); "
+                          "use engine=sequential")
+        if self.algorithm == "fedavg-fixmatch" and (self.finetune or self.global_pseudo_labels or self.mix_loss):
+            bad("algorithm", "fedavg-fixmatch means finetune=False, global_pseudo_labels=False, mix_loss=False; "
+                             "build it with profile(..., algorithm='fedavg-fixmatch')")
+        return self
+
+    # ------------------------------------------------------------------ identity
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+    def key(self) -> str:
+        """Hash of everything that changes results (not execution-only fields)."""
+        from . import __version__
+        d = {k: v for k, v in self.to_dict().items() if k not in EXECUTION_FIELDS}
+        d["version"] = __version__
+        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+
+    def replace(self, **changes) -> "Config":
+        return dataclasses.replace(self, **changes).validate()
+
+
+# Fields that change how a run executes but not its numbers (they are left out of the run key).
+EXECUTION_FIELDS = ("engine",)
+FEDAVG_FIXMATCH = dict(finetune=False, global_pseudo_labels=False, mix_loss=False)
+
+
+def parse_value(name: str, text: str):
+    """Turn a `--set name=text` string into the field's type."""
+    names = [f.name for f in fields(Config)]
+    if name not in names:
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise ConfigError(f"unknown config field {name!r}{hint}")
+    typ = {f.name: f.type for f in fields(Config)}[name]
+    try:
+        if typ == "bool":
+            if text.lower() not in ("true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise ValueError
+            return text.lower() in ("true", "1", "yes", "on")
+        return {"int": int, "float": float, "str": str}[typ](text)
+    except ValueError:
+        raise ConfigError(f"{name}={text!r}: must be a {typ}") from None
+
+
+# ---------------------------------------------------------------------- profiles
+# The paper's Table 4, per dataset and N_S (the server batch is 10 for the small N_S, 250 for the large).
+PAPER_TABLE4 = {
+    ("cifar10", 250): dict(model="wrn28x2", server_batch=10),
+    ("cifar10", 4000): dict(model="wrn28x2", server_batch=250),
+    ("svhn", 250): dict(model="wrn28x2", server_batch=10),
+    ("svhn", 1000): dict(model="wrn28x2", server_batch=250),
+    ("cifar100", 2500): dict(model="wrn28x8", server_batch=10),
+    ("cifar100", 10000): dict(model="wrn28x8", server_batch=250),
+}
+PAPER_NUM_SUPERVISED = {"cifar10": (250, 4000), "svhn": (250, 1000), "cifar100": (2500, 10000)}
+PAPER = dict(num_clients=100, active_rate=0.1, rounds=800, local_epochs=5.0, client_batch=10, server_epochs=5.0,
+             lr=0.03, momentum=0.9, weight_decay=5e-4, nesterov=True, global_momentum=0.5, threshold=0.95,
+             mixup_alpha=0.75, sbn_source="all", norm="sbn", strong_aug="semifl")
+# CPU-sized: a small CNN on 28x28 images, one local epoch, sBN from server data only (the paper's practical
+# choice, Appendix B), so that one run is about 3 minutes on 2 cores and still shows SemiFL's effect.
+SMALL = dict(model="cnn", num_supervised=250, num_clients=100, active_rate=0.1, rounds=40, local_epochs=1.0,
+             client_batch=10, server_batch=10, server_epochs=5.0, sbn_source="server", dataset="fashionmnist")
+# Seconds: for tests and CI.
+SMOKE = dict(dataset="synthetic", model="cnn", num_supervised=100, num_clients=10, active_rate=0.3, rounds=2,
+             local_epochs=1.0, client_batch=10, server_batch=10, server_epochs=1.0, threshold=0.5,
+             sbn_source="all")
+
+
+def profile(name: str, dataset: str | None = None, **overrides) -> Config:
+    """The named profile for a dataset, with overrides applied, validated."""
+    if name not in PROFILES:
+        close = difflib.get_close_matches(name, PROFILES, n=1)
+        raise ConfigError(f"profile={name!r}: allowed are {', '.join(PROFILES)}"
+                          + (f" (did you mean {close[0]!r}?)" if close else ""))
+    values = dict(PAPER)
+    if name == "small":
+        values.update(SMALL)
+    elif name == "smoke":
+        values.update(SMOKE)
+    if dataset is not None:
+        values["dataset"] = dataset
+    values.update(overrides)
+    if name == "paper":
+        ds = values.setdefault("dataset", "cifar10")
+        n_s = values.setdefault("num_supervised", PAPER_NUM_SUPERVISED.get(ds, (250,))[0])
+        table4 = PAPER_TABLE4.get((ds, n_s), dict(model="wrn28x2", server_batch=10 if n_s <= 1000 else 250))
+        values.update({k: v for k, v in table4.items() if k not in overrides})
+    if values.get("algorithm") == "fedavg-fixmatch":
+        values.update(FEDAVG_FIXMATCH)
+    names = {f.name for f in fields(Config)}
+    unknown = sorted(set(values) - names)
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], names, n=1)
+        raise ConfigError(f"unknown config field {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return Config(**values).validate()
+
+
+def profiles_table():
+    """All profiles side by side as a DataFrame (paper profile for CIFAR-10, N_S=250)."""
+    import pandas as pd
+    cols = {name: profile(name).to_dict() for name in PROFILES}
+    return pd.DataFrame(cols)

@@ -1,0 +1,121 @@
+"""WideResNet-28-k (the paper's backbones) and a small CNN for 28x28 images on a CPU.
+
+Normalisation is a switch: `sbn` (static BN, the paper's: batch statistics while training, statistics
+computed once from data for inference, see sbn.py), `gn` (GroupNorm) or `bn` (plain BN with running
+statistics).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class StaticBatchNorm2d(nn.Module):
+    """Batch norm that never tracks running statistics: training mode always uses the batch's statistics;
+    eval mode uses the `mean`/`var` buffers that sbn.compute_statistics filled in."""
+
+    def __init__(self, channels: int, eps: float = 1e-5):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(channels))
+        self.bias = nn.Parameter(torch.zeros(channels))
+        self.register_buffer("mean", torch.zeros(channels))
+        self.register_buffer("var", torch.ones(channels))
+        self.record = None  # sbn.compute_statistics puts a list here to receive each batch's statistics
+
+    def forward(self, x):
+        if not self.training:
+            return F.batch_norm(x, self.mean, self.var, self.weight, self.bias, False, 0.0, self.eps)
+        if self.record is not None:
+            with torch.no_grad():
+                self.record.append((x.mean(dim=(0, 2, 3)), x.var(dim=(0, 2, 3), unbiased=True)))
+        return F.batch_norm(x, None, None, self.weight, self.bias, True, 0.0, self.eps)
+
+
+def make_norm(kind: str):
+    if kind == "sbn":
+        return StaticBatchNorm2d
+    if kind == "gn":
+        return lambda c: nn.GroupNorm(min(4, c), c)
+    if kind == "bn":
+        return lambda c: nn.BatchNorm2d(c, momentum=0.1)
+    raise ValueError(kind)
+
+
+class WideBlock(nn.Module):
+    """Pre-activation block. The first block of a group (channels change) pre-activates its shortcut input."""
+
+    def __init__(self, cin: int, cout: int, stride: int, norm):
+        super().__init__()
+        self.bn1 = norm(cin)
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.bn2 = norm(cout)
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.shortcut = nn.Conv2d(cin, cout, 1, stride, 0, bias=False) if cin != cout else None
+
+    def forward(self, x):
+        o = F.relu(self.bn1(x))
+        out = self.conv2(F.relu(self.bn2(self.conv1(o))))
+        return out + (x if self.shortcut is None else self.shortcut(o))
+
+
+class WideResNet(nn.Module):
+    def __init__(self, in_channels: int, num_classes: int, depth: int = 28, widen: int = 2, norm="sbn"):
+        super().__init__()
+        n = (depth - 4) // 6
+        norm = make_norm(norm)
+        widths = [16, 16 * widen, 32 * widen, 64 * widen]
+        self.conv = nn.Conv2d(in_channels, widths[0], 3, 1, 1, bias=False)
+        blocks = []
+        for g, stride in zip(range(3), (1, 2, 2)):
+            for i in range(n):
+                blocks.append(WideBlock(widths[g] if i == 0 else widths[g + 1], widths[g + 1],
+                                        stride if i == 0 else 1, norm))
+        self.blocks = nn.Sequential(*blocks)
+        self.bn = norm(widths[3])
+        self.fc = nn.Linear(widths[3], num_classes)
+        init_weights(self)
+
+    def forward(self, x):
+        x = F.relu(self.bn(self.blocks(self.conv(x))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class SmallCNN(nn.Module):
+    """Three 3x3 conv-norm-ReLU stages (two max-pooled), global average pool, linear."""
+
+    def __init__(self, in_channels: int, num_classes: int, widths=(16, 32, 64), norm="sbn"):
+        super().__init__()
+        norm = make_norm(norm)
+        layers, cin = [], in_channels
+        for i, w in enumerate(widths):
+            layers += [nn.Conv2d(cin, w, 3, 1, 1, bias=False), norm(w), nn.ReLU()]
+            if i < len(widths) - 1:
+                layers.append(nn.MaxPool2d(2))
+            cin = w
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(cin, num_classes)
+        init_weights(self)
+
+    def forward(self, x):
+        return self.fc(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
+
+
+def init_weights(model: nn.Module) -> None:
+    """Kaiming-normal (fan_out) convs, norm weight 1 / bias 0, linear bias 0 (the authors' init)."""
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+        elif isinstance(m, (StaticBatchNorm2d, nn.BatchNorm2d, nn.GroupNorm)):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Linear):
+            nn.init.zeros_(m.bias)
+
+
+def make_model(cfg, in_channels: int) -> nn.Module:
+    if cfg.model == "cnn":
+        return SmallCNN(in_channels, cfg.num_classes, norm=cfg.norm)
+    widen = {"wrn28x2": 2, "wrn28x8": 8}[cfg.model]
+    return WideResNet(in_channels, cfg.num_classes, 28, widen, norm=cfg.norm)

@@ -1,0 +1,94 @@
+"""Who holds which training sample: the server's balanced labeled set and the clients' unlabeled shares.
+
+All functions take a numpy Generator, so a split is a pure function of the seed.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def split_server(labels: np.ndarray, num_supervised: int, num_classes: int, rng: np.random.Generator):
+    """N_S / num_classes random samples of each class go to the server; the rest form the client pool."""
+    per_class = num_supervised // num_classes
+    server = []
+    for c in range(num_classes):
+        idx = np.flatnonzero(labels == c)
+        if len(idx) < per_class:
+            raise ValueError(f"num_supervised={num_supervised}: class {c} has only {len(idx)} samples, "
+                             f"{per_class} are needed per class")
+        server.append(rng.choice(idx, per_class, replace=False))
+    server = np.sort(np.concatenate(server))
+    pool = np.setdiff1d(np.arange(len(labels)), server)
+    return server, pool
+
+
+def iid(pool: np.ndarray, num_clients: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Each client gets floor(N_U / M) random samples; leftovers are unused."""
+    size = len(pool) // num_clients
+    perm = rng.permutation(pool)
+    return [np.sort(perm[i * size:(i + 1) * size]) for i in range(num_clients)]
+
+
+def non_iid_label(pool: np.ndarray, labels: np.ndarray, num_clients: int, k: int, num_classes: int,
+                  rng: np.random.Generator) -> list[np.ndarray]:
+    """Non-IID, K classes per client (the authors' shard scheme).
+
+    Each class's pool indices are cut into K*M/num_classes contiguous shards (leftover samples spread one
+    each over the first shards); a shuffled list of labels (range(C) repeated) reshaped to (M, K) gives each
+    client K shard labels, and for each it takes a random remaining shard of that class. A client can draw
+    the same class twice.
+    """
+    shards_per_class = k * num_clients // num_classes
+    shards = {}
+    for c in range(num_classes):
+        idx = pool[labels[pool] == c]
+        leftover = len(idx) % shards_per_class
+        body, extra = idx[:len(idx) - leftover].reshape(shards_per_class, -1), idx[len(idx) - leftover:]
+        shards[c] = [np.append(row, extra[i:i + 1]) for i, row in enumerate(body)]
+    label_list = np.array(list(range(num_classes)) * shards_per_class)
+    rng.shuffle(label_list)
+    clients = []
+    for client_labels in label_list.reshape(num_clients, k):
+        own = [shards[c].pop(rng.integers(len(shards[c]))) for c in client_labels]
+        clients.append(np.sort(np.concatenate(own)))
+    return clients
+
+
+def dirichlet(pool: np.ndarray, labels: np.ndarray, num_clients: int, alpha: float, num_classes: int,
+              rng: np.random.Generator, min_size: int = 10) -> list[np.ndarray]:
+    """Unbalanced non-IID: per class, proportions ~ Dir(alpha * 1_M); clients already holding >= N/M samples
+    get proportion 0 (renormalised); the class's shuffled indices are cut at the cumulative proportions.
+    Everything is drawn again until every client holds >= min_size samples."""
+    n = len(pool)
+    while True:
+        clients = [[] for _ in range(num_clients)]
+        for c in range(num_classes):
+            idx = pool[labels[pool] == c]
+            rng.shuffle(idx)
+            p = rng.dirichlet(np.full(num_clients, alpha))
+            p = p * np.array([len(h) < n / num_clients for h in clients])
+            p = p / p.sum()
+            cuts = (np.cumsum(p) * len(idx)).astype(int)[:-1]
+            for h, part in zip(clients, np.split(idx, cuts)):
+                h.extend(part.tolist())
+        if min(len(h) for h in clients) >= min_size:
+            return [np.sort(np.array(h, dtype=np.int64)) for h in clients]
+
+
+def make_split(cfg, labels: np.ndarray):
+    """The run's split: (server indices, list of client index arrays), all from cfg.seed."""
+    rng = np.random.default_rng(cfg.seed)
+    if cfg.algorithm == "fedavg-supervised":  # the paper's "HeteroFL" row: every sample labeled, at the clients
+        server, pool = np.zeros(0, dtype=np.int64), np.arange(len(labels))
+    else:
+        server, pool = split_server(labels, cfg.num_supervised, cfg.num_classes, rng)
+    if not cfg.federated:
+        return server, []
+    kind, value = cfg.partition_kind
+    if kind == "iid":
+        clients = iid(pool, cfg.num_clients, rng)
+    elif kind == "non-iid-l":
+        clients = non_iid_label(pool, labels, cfg.num_clients, int(value), cfg.num_classes, rng)
+    else:
+        clients = dirichlet(pool, labels, cfg.num_clients, value, cfg.num_classes, rng)
+    return server, clients

@@ -1,0 +1,341 @@
+"""One run: data, split, model, the round loop, checkpoints, results.
+
+Randomness is derived per round from (seed, round): the client sample, the batch plans, mixup's lambdas
+and every augmentation of round r come from generators seeded with (seed, r). A resumed run therefore
+needs only the round counter to continue exactly as an uninterrupted one.
+"""
+from __future__ import annotations
+
+import copy
+import json
+import signal
+import time
+from contextlib import contextmanager
+from functools import partial
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from . import __version__, algorithms, augment, results, sbn
+from .algorithms import average, cosine_lr, global_momentum_step, make_tasks, predict
+from .config import Config
+from .data import Dataset, load
+from .engine import SequentialEngine, make_engine
+from .models import make_model
+from .partition import make_split
+
+
+class TrainingError(RuntimeError):
+    """Training cannot go on (non-finite loss, out of memory); the message says where and what to change."""
+
+
+def pick_device(device: str = "auto") -> torch.device:
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+@dataclass
+class State:
+    """Everything a run carries from one round to the next (and what a checkpoint holds)."""
+    model: torch.nn.Module
+    global_opt: torch.optim.Optimizer
+    server_state: dict | None = None                     # server's SGD momentum buffers
+    client_states: dict = field(default_factory=dict)    # client id -> its SGD momentum buffers
+    round: int = 0                                       # rounds done
+    metrics: list = field(default_factory=list)
+    best: dict = field(default_factory=lambda: {"acc": -1.0, "round": None, "weights": None})
+
+
+class Experiment:
+    """A run's fixed parts (config, data on the device, split, engines) and its per-round step."""
+
+    def __init__(self, cfg: Config, data: Dataset, device: torch.device):
+        self.cfg, self.data, self.device = cfg, data, device
+        self.mean, self.std = data.mean, data.std
+        labels = data.y_train.cpu().numpy()
+        server, clients = make_split(cfg, labels)
+        if cfg.algorithm == "fully-supervised":
+            server = np.arange(len(labels))
+        self.server_idx = torch.as_tensor(server, device=device)
+        self.client_idx = [torch.as_tensor(c, device=device) for c in clients]
+        self.sbn_idx = torch.as_tensor(sbn.source_indices(cfg, server, clients), device=device)
+        self.engine = make_engine(cfg, self.mean, self.std)
+        self.server_engine = SequentialEngine(cfg, self.mean, self.std)
+
+    def new_state(self) -> State:
+        torch.manual_seed(self.cfg.seed)
+        model = make_model(self.cfg, self.data.shape[0]).to(self.device)
+        return State(model, algorithms.make_global_optimizer(self.cfg, model))
+
+    # ------------------------------------------------------------------ pieces of a round
+    def refresh_sbn(self, model, idx=None):
+        idx = self.sbn_idx if idx is None else idx
+        sbn.compute_statistics(model, self.data.x_train[idx], self.mean, self.std)
+
+    def evaluate(self, model) -> float:
+        probs = predict(model, self.data.x_test, self.mean, self.std)
+        return (probs.argmax(1) == self.data.y_test).float().mean().item() * 100
+
+    def train_server(self, st: State, lr, rng, g, idx=None):
+        """cfg.server_epochs of supervised CE on weakly augmented labeled batches, from st.model's weights."""
+        idx = self.server_idx if idx is None else idx
+        spec = {"x": self.data.x_train[idx], "y": self.data.y_train[idx]}
+        tasks = make_tasks("sup", [spec], self.cfg.server_batch, self.cfg.server_epochs, self.data.flip,
+                           self.cfg.strong_aug, self.cfg.mixup_alpha, rng, g)
+        stacked, states, stats = self.server_engine.train(st.model, tasks, lr, [st.server_state])
+        st.server_state = states[0] or None
+        return {k: v[0] for k, v in stacked.items()}, stats[0, 0].item() / tasks[0].steps
+
+    # ------------------------------------------------------------------ rounds
+    def round(self, st: State, r: int) -> dict:
+        cfg = self.cfg
+        rng = np.random.default_rng([cfg.seed, r])
+        g = torch.Generator(self.device).manual_seed(cfg.seed * 1_000_003 + r)
+        lr = cosine_lr(cfg, r)
+        m = {"round": r + 1, "lr": lr}
+        timer = partial(_timed, m, self.device)
+        if cfg.algorithm in ("partially-supervised", "fully-supervised"):
+            with timer("server"):
+                weights, m["server_loss"] = self.train_server(st, lr, rng, g)
+                _load(st.model, weights)
+        elif cfg.algorithm == "fedavg-supervised":
+            self.fedavg_supervised_round(st, r, rng, g, lr, m, timer)
+        else:
+            self.semifl_round(st, r, rng, g, lr, m, timer)
+        if (r + 1) % cfg.eval_every == 0 or r + 1 == cfg.rounds:
+            with timer("eval"):
+                self.refresh_sbn(st.model)
+                m["test_acc"] = self.evaluate(st.model)
+        return m
+
+    def semifl_round(self, st, r, rng, g, lr, m, timer):
+        cfg, data = self.cfg, self.data
+        active = rng.choice(cfg.num_clients, cfg.num_active, replace=False)
+        specs, trained = [], []
+        if cfg.global_pseudo_labels:
+            with timer("sbn"):
+                self.refresh_sbn(st.model)
+            with timer("pseudo_label"):
+                xs = [data.x_train[self.client_idx[c]] for c in active]
+                ys = [data.y_train[self.client_idx[c]] for c in active]
+                probs = predict(st.model, augment.weak(torch.cat(xs), data.flip, g), self.mean, self.std)
+                conf, pseudo = (t.cpu().numpy() for t in probs.max(1))
+                truth = torch.cat(ys).cpu().numpy()
+                starts = np.cumsum([0] + [len(x) for x in xs])
+                n_fix = n_fix_right = 0
+                for c, x, a, b in zip(active, xs, starts[:-1], starts[1:]):
+                    fix, mix = algorithms.fix_and_mix(conf[a:b], cfg.threshold, rng)
+                    n_fix += len(fix)
+                    n_fix_right += int((pseudo[a:b][fix] == truth[a:b][fix]).sum())
+                    if len(fix) == 0:
+                        continue  # empty fix set: the client sends nothing
+                    y_hat = torch.as_tensor(pseudo[a:b], device=self.device)
+                    specs.append({"x": x[fix], "y": y_hat[fix], "x_mix": x[mix], "y_mix": y_hat[mix]})
+                    trained.append(int(c))
+                m.update(pseudo_acc=100 * float((pseudo == truth).mean()),
+                         threshold_acc=100 * n_fix_right / n_fix if n_fix else float("nan"),
+                         label_ratio=n_fix / len(truth))
+            kind = "fix-mix" if cfg.mix_loss else "fix"
+        else:
+            for c in active:
+                idx = self.client_idx[c]
+                specs.append({"x": data.x_train[idx], "y": data.y_train[idx]})  # y: for metrics only
+                trained.append(int(c))
+            kind = "fixmatch"
+        m["clients_trained"] = len(trained)
+        with timer("augment"):
+            tasks = make_tasks(kind, specs, cfg.client_batch, cfg.local_epochs, data.flip, cfg.strong_aug,
+                               cfg.mixup_alpha, rng, g)
+        stacked = self.train_clients(st, tasks, trained, lr, m, timer)
+        if kind == "fixmatch" and len(stacked):
+            s = m.pop("_stats").sum(0)
+            m.update(pseudo_acc=100 * (s[2] / s[1]).item(), threshold_acc=100 * (s[4] / s[3]).item()
+                     if s[3] > 0 else float("nan"), label_ratio=(s[3] / s[1]).item())
+        m.pop("_stats", None)
+        server_weights = None
+        if not cfg.finetune:  # "parallel": the server trains from the same global model beside the clients
+            with timer("server"):
+                server_weights, m["server_loss"] = self.train_server(st, lr, rng, g)
+        with timer("aggregate"):
+            if stacked or server_weights is not None:
+                global_momentum_step(st.model, st.global_opt, average(stacked, server_weights))
+        if cfg.finetune:
+            with timer("server"):
+                weights, m["server_loss"] = self.train_server(st, lr, rng, g)
+                _load(st.model, weights)
+
+    def fedavg_supervised_round(self, st, r, rng, g, lr, m, timer):
+        cfg, data = self.cfg, self.data
+        active = [int(c) for c in rng.choice(cfg.num_clients, cfg.num_active, replace=False)]
+        specs = [{"x": data.x_train[self.client_idx[c]], "y": data.y_train[self.client_idx[c]]} for c in active]
+        with timer("augment"):
+            tasks = make_tasks("sup", specs, cfg.client_batch, cfg.local_epochs, data.flip, cfg.strong_aug,
+                               cfg.mixup_alpha, rng, g)
+        m["clients_trained"] = len(active)
+        stacked = self.train_clients(st, tasks, active, lr, m, timer)
+        m.pop("_stats", None)
+        with timer("aggregate"):
+            global_momentum_step(st.model, st.global_opt, average(stacked))
+
+    def train_clients(self, st, tasks, clients, lr, m, timer):
+        keep = self.cfg.client_momentum == "keep"
+        states = [st.client_states.get(c) if keep else None for c in clients]
+        with timer("clients"):
+            stacked, new_states, stats = self.engine.train(st.model, tasks, lr, states)
+        if keep:
+            st.client_states.update({c: s for c, s in zip(clients, new_states) if s})
+        if len(stats):
+            m["client_loss"] = (stats[:, 0].sum() / sum(t.steps for t in tasks)).item()
+            m["_stats"] = stats
+        return stacked
+
+
+def _load(model, weights: dict) -> None:
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            p.copy_(weights[name])
+
+
+@contextmanager
+def _timed(m: dict, device, phase: str):
+    """Adds the phase's wall time (synchronised on CUDA) to m["time_<phase>"]."""
+    t = time.perf_counter()
+    yield
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    m[f"time_{phase}"] = m.get(f"time_{phase}", 0.0) + time.perf_counter() - t
+
+
+# ---------------------------------------------------------------------- the whole run
+_DATA_CACHE: dict = {}
+
+
+def get_data(name: str, data_root, device) -> Dataset:
+    """Each dataset is loaded once per process and device."""
+    key = (name, str(data_root), str(device))
+    if key not in _DATA_CACHE:
+        _DATA_CACHE[key] = load(name, data_root, device)
+    return _DATA_CACHE[key]
+
+
+def run(cfg: Config, results_dir="results", device="auto", data_root=None, progress=True,
+        checkpoint_every: int = 10, data: Dataset | None = None) -> dict:
+    """Run cfg to the end, or reuse its complete results, or resume it from its last checkpoint.
+    Returns the run's summary (with "path")."""
+    cfg = cfg.validate()
+    info = results.open_run(results_dir, cfg)
+    path = info.path
+    if info.state == "complete":
+        return {**info.summary, "path": str(path), "reused": True}
+    device = pick_device(device)
+    data = data if data is not None else get_data(cfg.dataset, data_root, device)
+    exp = Experiment(cfg, data, device)
+    st = exp.new_state()
+    ckpt = path / "checkpoint.pt"
+    if ckpt.exists():
+        restore(st, torch.load(ckpt, map_location=device, weights_only=False))
+    else:
+        results.atomic_write(path / "config.json", json.dumps(results.config_record(cfg), indent=1).encode())
+    stop = []
+    handlers = _install_stop_handlers(stop)
+    start = time.perf_counter()
+    bar = _progress(range(st.round, cfg.rounds), st.round, cfg, progress)
+    try:
+        for r in bar:
+            m = exp.round(st, r)
+            for key in ("client_loss", "server_loss"):
+                if key in m and not np.isfinite(m[key]):
+                    raise TrainingError(f"round {r + 1}: {key.replace('_', ' ')} is {m[key]}; stopped, the last good "
+                                        f"checkpoint (round {st.round}) is kept in {path}; lower lr or check the data")
+            st.metrics.append(m)
+            st.round = r + 1
+            if m.get("test_acc", -1) > st.best["acc"]:
+                st.best = {"acc": m["test_acc"], "round": r + 1,
+                           "weights": {k: v.detach().cpu().clone() for k, v in st.model.state_dict().items()}}
+            if hasattr(bar, "set_postfix") and "test_acc" in m:
+                bar.set_postfix(acc=f"{m['test_acc']:.1f}", best=f"{st.best['acc']:.1f}")
+            if st.round % checkpoint_every == 0 or stop:
+                save_checkpoint(ckpt, st)
+            if stop:
+                raise KeyboardInterrupt(f"stopped after round {st.round}; checkpoint saved, run again to resume")
+    except torch.cuda.OutOfMemoryError:
+        raise TrainingError(f"out of GPU memory in round {st.round + 1}; lower client_batch or server_batch, "
+                            "use a smaller model, or set engine=sequential") from None
+    finally:
+        _restore_handlers(handlers)
+    return finish(exp, st, path, time.perf_counter() - start)
+
+
+def finish(exp: Experiment, st: State, path: Path, wall: float) -> dict:
+    """Write model.pt, metrics.csv, then summary.json (last, with checksums); drop the checkpoint."""
+    cfg = exp.cfg
+    final = st.metrics[-1].get("test_acc", float("nan"))
+    best_model = copy.deepcopy(st.model)
+    best_model.load_state_dict(st.best["weights"])
+    exp.refresh_sbn(best_model, torch.arange(len(exp.data.x_train), device=exp.device))
+    import pandas as pd
+    results.atomic_write(path / "metrics.csv", pd.DataFrame(st.metrics).to_csv(index=False).encode())
+    results.save_torch(path / "model.pt", {"final": st.model.state_dict(), "best": st.best["weights"],
+                                          "best_round": st.best["round"]})
+    summary = {
+        "rounds_done": st.round,
+        "final_acc": final,
+        "best_acc": st.best["acc"],
+        "best_round": st.best["round"],
+        "best_acc_train_sbn": exp.evaluate(best_model),
+        "note": "final_acc: last round. best_acc: best round chosen on the test set (as the paper reports). "
+                "best_acc_train_sbn: that model re-evaluated with sBN statistics from the whole training set.",
+        "wall_time_s": wall,
+        "device": str(exp.device),
+        "version": __version__,
+        "checksums": {name: results.sha256(path / name) for name in ("metrics.csv", "model.pt")},
+    }
+    results.atomic_write(path / "summary.json", json.dumps(summary, indent=1).encode())
+    (path / "checkpoint.pt").unlink(missing_ok=True)
+    return {**summary, "path": str(path), "reused": False}
+
+
+def save_checkpoint(path: Path, st: State) -> None:
+    import pandas as pd
+    results.save_torch(path, {
+        "model": st.model.state_dict(), "global_opt": st.global_opt.state_dict(), "server_state": st.server_state,
+        "client_states": st.client_states, "round": st.round, "metrics": st.metrics, "best": st.best})
+    results.atomic_write(path.parent / "metrics.csv", pd.DataFrame(st.metrics).to_csv(index=False).encode())
+
+
+def restore(st: State, ck: dict) -> None:
+    st.model.load_state_dict(ck["model"])
+    st.global_opt.load_state_dict(ck["global_opt"])
+    st.server_state, st.client_states = ck["server_state"], ck["client_states"]
+    st.round, st.metrics, st.best = ck["round"], ck["metrics"], ck["best"]
+
+
+def _install_stop_handlers(stop: list):
+    """First Ctrl-C / SIGTERM: finish the round, checkpoint, stop. A second Ctrl-C stops at once."""
+    def handler(signum, frame):
+        if stop and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        stop.append(signum)
+    old = {}
+    try:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            old[sig] = signal.signal(sig, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        pass
+    return old
+
+
+def _restore_handlers(old: dict) -> None:
+    for sig, h in old.items():
+        signal.signal(sig, h)
+
+
+def _progress(rounds, done, cfg, show):
+    if not show:
+        return rounds
+    from tqdm.auto import tqdm
+    return tqdm(rounds, initial=done, total=cfg.rounds, desc=f"{cfg.algorithm} {cfg.dataset} {cfg.partition}",
+                unit="round", leave=False)
