@@ -8,7 +8,8 @@ strong  the authors' RandAugment(n=2, m=10) after the weak ops: 2 ops drawn with
         applied iff rand() + U(0.2, 0.8) >= 1, at the maximum magnitude (random sign where shown).
         `fixmatch`: FixMatch's RandAugmentMC: 14 ops with Identity, magnitude v ~ {1..9}/10, p = 0.5,
         then a 16 px gray Cutout (scaled with the image).
-Geometric ops fill with black (0), as PIL does; sizes in pixels scale with the image (H / 32).
+Geometric ops resample NEAREST and fill with black (0), as PIL's defaults do; sizes in pixels scale with the
+image (H / 32).
 """
 from __future__ import annotations
 
@@ -59,9 +60,10 @@ def _blend(degenerate, x, factor):
 
 
 def _gray(x):
+    """PIL's convert("L"): (R*19595 + G*38470 + B*7471 + 0x8000) >> 16 (rounded, exact in float32)."""
     if x.shape[1] == 1:
         return x
-    return (0.299 * x[:, 0:1] + 0.587 * x[:, 1:2] + 0.114 * x[:, 2:3]).floor()
+    return ((19595 * x[:, 0:1] + 38470 * x[:, 1:2] + 7471 * x[:, 2:3] + 32768) / 65536).floor()
 
 
 def autocontrast(x, m, g):
@@ -97,8 +99,8 @@ def identity(x, m, g):
 
 
 def _enhance(degenerate_fn, max_v, bias):
-    def op(x, m, g):
-        return _blend(degenerate_fn(x), x, m * max_v + bias).round()
+    def op(x, m, g):  # PIL's Image.blend truncates its float32 result to uint8 (after clipping)
+        return _blend(degenerate_fn(x), x, m * max_v + bias).floor()
     return op
 
 
@@ -146,15 +148,34 @@ def _cutout(size_at_32, gray=127.0):
 
 
 def _warp(x, matrix, mode):
-    """Output pixel centre p (pixels) samples the input at matrix @ [p, 1]; outside is black (0)."""
+    """Output pixel centre p (pixels) samples the input at matrix @ [p, 1]; outside is black (0).
+
+    "nearest" is PIL's Image.transform(AFFINE, NEAREST) bit for bit: PIL rounds the matrix to 16.16 fixed point
+    (offsets taken at the pixel centre) and reads input pixel floor(src) - float32 coordinates or grid_sample's
+    round-half-even would pick a neighbouring pixel now and then. "bilinear" uses grid_sample."""
     n, c, h, w = x.shape
+    if mode == "nearest":
+        m = matrix.to(torch.float64)
+        fix = lambda v: torch.floor(v * 65536.0 + 0.5).long()           # PIL's FIX()
+        a0, a1, a3, a4 = fix(m[:, 0, 0]), fix(m[:, 0, 1]), fix(m[:, 1, 0]), fix(m[:, 1, 1])
+        a2 = fix(m[:, 0, 2] + m[:, 0, 0] * 0.5 + m[:, 0, 1] * 0.5)
+        a5 = fix(m[:, 1, 2] + m[:, 1, 0] * 0.5 + m[:, 1, 1] * 0.5)
+        ys = torch.arange(h, device=x.device).view(1, h, 1)
+        xs = torch.arange(w, device=x.device).view(1, 1, w)
+        v = lambda t: t.view(n, 1, 1)
+        ix = torch.div(v(a2) + ys * v(a1) + xs * v(a0), 65536, rounding_mode="floor").view(n, h * w)
+        iy = torch.div(v(a5) + ys * v(a4) + xs * v(a3), 65536, rounding_mode="floor").view(n, h * w)
+        inside = (ix >= 0) & (ix < w) & (iy >= 0) & (iy < h)
+        flat = (iy.clamp(0, h - 1) * w + ix.clamp(0, w - 1))[:, None, :].expand(n, c, h * w)
+        out = x.reshape(n, c, h * w).gather(2, flat)
+        return torch.where(inside[:, None, :], out, torch.zeros_like(out)).view(n, c, h, w)
     ys, xs = torch.meshgrid(torch.arange(h, device=x.device) + 0.5, torch.arange(w, device=x.device) + 0.5,
                             indexing="ij")
-    p = torch.stack([xs, ys, torch.ones_like(xs)], -1).view(1, h * w, 3)
-    src = p @ matrix.transpose(1, 2)                                    # (n, h*w, 2) in pixels
+    p = torch.stack([xs, ys, torch.ones_like(xs)], -1).view(1, h * w, 3).to(x.dtype)
+    src = p @ matrix.to(x.dtype).transpose(1, 2)                        # (n, h*w, 2) in pixels
     grid = torch.stack([2 * src[..., 0] / w - 1, 2 * src[..., 1] / h - 1], -1).view(n, h, w, 2)
     out = F.grid_sample(x, grid, mode=mode, padding_mode="zeros", align_corners=False)
-    return out.round() if mode == "bilinear" else out
+    return out.round()
 
 
 def _affine(a, b, c, d, e, f):
@@ -164,7 +185,7 @@ def _affine(a, b, c, d, e, f):
 def _rotate(max_deg):
     def op(x, m, g):
         n, _, h, w = x.shape
-        t = torch.deg2rad(m * max_deg * _sign(n, g, x.device))
+        t = torch.deg2rad(m.double() * max_deg * _sign(n, g, x.device))   # float64, as PIL
         cos, sin = torch.cos(t), torch.sin(t)
         cx, cy = w / 2, h / 2          # src = centre + R (p - centre)
         mat = _affine(cos, -sin, cx - cos * cx + sin * cy, sin, cos, cy - sin * cx - cos * cy)
@@ -175,10 +196,10 @@ def _rotate(max_deg):
 def _shear(axis, max_v):
     def op(x, m, g):
         n = x.shape[0]
-        s = m * max_v * _sign(n, g, x.device)
+        s = m.double() * max_v * _sign(n, g, x.device)
         one, zero = torch.ones_like(s), torch.zeros_like(s)
         mat = _affine(one, s, zero, zero, one, zero) if axis == "x" else _affine(one, zero, zero, s, one, zero)
-        return _warp(x, mat, "bilinear")
+        return _warp(x, mat, "nearest")  # PIL's Image.transform resamples NEAREST by default
     return op
 
 
@@ -186,11 +207,11 @@ def _translate(axis, max_v, relative):
     def op(x, m, g):
         n, _, h, w = x.shape
         size = w if axis == "x" else h
-        t = m * max_v * _sign(n, g, x.device) * (size if relative else size / 32)
+        t = m.double() * max_v * _sign(n, g, x.device) * (size if relative else size / 32)
         t = t.trunc() if relative else t
         one, zero = torch.ones_like(t), torch.zeros_like(t)
         mat = _affine(one, zero, t, zero, one, zero) if axis == "x" else _affine(one, zero, zero, zero, one, t)
-        return _warp(x, mat, "bilinear")
+        return _warp(x, mat, "nearest")  # PIL's Image.transform resamples NEAREST by default
     return op
 
 

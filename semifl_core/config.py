@@ -105,7 +105,10 @@ class Config:
         if m := re.fullmatch(r"non-iid-l-(\d+)", self.partition):
             return "non-iid-l", int(m.group(1))
         if m := re.fullmatch(r"dir-([0-9.eE+-]+)", self.partition):
-            return "dir", float(m.group(1))
+            try:
+                return "dir", float(m.group(1))
+            except ValueError:  # e.g. 'dir-1.2.3', 'dir-e'
+                pass
         raise ConfigError(f"partition={self.partition!r}: allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
 
     @property
@@ -147,6 +150,9 @@ class Config:
                 bad("partition", f"K * num_clients must be a multiple of the number of classes ({self.num_classes})")
         if kind == "dir" and not value > 0:
             bad("partition", "Dirichlet alpha must be > 0")
+        if kind == "dir" and self.federated and 10 * self.num_clients > n_train - self.num_supervised:
+            bad("partition", f"the Dirichlet split gives every client >= 10 samples, so it needs num_clients <= "
+                             f"{(n_train - self.num_supervised) // 10} here (num_clients={self.num_clients})")
         if not 0 <= self.threshold <= 1:
             bad("threshold", "must be in [0, 1]")
         for name in ("local_epochs", "server_epochs", "mixup_alpha"):
@@ -228,6 +234,15 @@ SMOKE = dict(dataset="synthetic", model="cnn", num_supervised=100, num_clients=1
              sbn_source="all")
 
 
+# The (dataset, N_S) pairs each profile covers (the notebooks loop over them).
+PROFILE_GRID = {"paper": [(d, n) for d, ns in PAPER_NUM_SUPERVISED.items() for n in ns],
+                "small": [("fashionmnist", 250)], "smoke": [("synthetic", 100)]}
+# Fully Supervised trains centrally on the whole training set: batches of 250, and in `small` a quarter epoch
+# per round with an evaluation every 4 rounds (its sBN statistics come from all 60,000 images).
+FULLY_SUPERVISED = {"paper": dict(server_batch=250), "small": dict(server_batch=250, server_epochs=0.25, eval_every=4),
+                    "smoke": {}}
+
+
 def profile(name: str, dataset: str | None = None, **overrides) -> Config:
     """The named profile for a dataset, with overrides applied, validated."""
     if name not in PROFILES:
@@ -249,6 +264,8 @@ def profile(name: str, dataset: str | None = None, **overrides) -> Config:
         values.update({k: v for k, v in table4.items() if k not in overrides})
     if values.get("algorithm") == "fedavg-fixmatch":
         values.update(FEDAVG_FIXMATCH)
+    if values.get("algorithm") == "fully-supervised":
+        values.update({k: v for k, v in FULLY_SUPERVISED[name].items() if k not in overrides})
     names = {f.name for f in fields(Config)}
     unknown = sorted(set(values) - names)
     if unknown:

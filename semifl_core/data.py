@@ -68,13 +68,14 @@ def data_root(root: str | os.PathLike | None = None) -> Path:
 
 
 def load(name: str, root=None, device="cpu", download: bool = True) -> Dataset:
-    """Load a dataset once onto `device`."""
+    """Load a dataset onto `device`; missing files are downloaded unless download=False or SEMIFL_OFFLINE=1."""
     root = data_root(root)
+    download = download and os.environ.get("SEMIFL_OFFLINE", "0") in ("", "0")
     if name == "synthetic":
         return synthetic().to(device)
     reader = {"cifar10": _cifar, "cifar100": _cifar, "svhn": _svhn, "mnist": _mnist, "fashionmnist": _mnist}[name]
     try:
-        arrays = reader(name, root)
+        arrays = _read(reader, name, root)
     except FileNotFoundError:
         if not download:
             raise DataError(_missing_message(name, root)) from None
@@ -82,13 +83,36 @@ def load(name: str, root=None, device="cpu", download: bool = True) -> Dataset:
             _download(name, root)
         except Exception as err:  # offline, proxy, disk full: one clear line
             raise DataError(f"{_missing_message(name, root)} (download failed: {type(err).__name__})") from None
-        arrays = reader(name, root)
-    except (OSError, EOFError, ValueError, KeyError, pickle.UnpicklingError) as err:
-        raise DataError(f"{name}: dataset files under {root} are corrupt ({type(err).__name__}: {err}); "
-                        f"delete them and load again") from None
-    x_train, y_train, x_test, y_test = (torch.from_numpy(np.ascontiguousarray(a)) for a in arrays)
+        try:
+            arrays = _read(reader, name, root)
+        except FileNotFoundError:
+            raise DataError(f"{_missing_message(name, root)} (still missing after the download)") from None
+    x_train, y_train, x_test, y_test = (torch.from_numpy(np.array(a)) for a in arrays)
     num_classes = 100 if name == "cifar100" else 10
     return Dataset(name, x_train, y_train.long(), x_test, y_test.long(), num_classes).to(device)
+
+
+# what a reader raises on a file that is there but unreadable (a garbage pickle can raise almost anything)
+_CORRUPT = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, AttributeError, ImportError,
+            pickle.UnpicklingError)
+
+
+def _read(reader, name: str, root: Path):
+    """The reader's (x_train, y_train, x_test, y_test). FileNotFoundError passes through (missing files);
+    a file that is there but unreadable, or images and labels of different counts, is a DataError."""
+    def corrupt(why):
+        return DataError(f"{name}: dataset files under {root} are corrupt ({why}); delete them and load again")
+
+    try:
+        arrays = reader(name, root)
+    except FileNotFoundError:
+        raise
+    except _CORRUPT as err:
+        raise corrupt(f"{type(err).__name__}: {err}") from None
+    for split, x, y in (("train", arrays[0], arrays[1]), ("test", arrays[2], arrays[3])):
+        if len(x) != len(y):
+            raise corrupt(f"the {split} split has {len(x)} images but {len(y)} labels")
+    return arrays
 
 
 def _missing_message(name: str, root: Path) -> str:
@@ -124,12 +148,25 @@ def _cifar(name: str, root: Path):
         train_files, test_files, key = [f"data_batch_{i}" for i in range(1, 6)], ["test_batch"], b"labels"
     else:
         train_files, test_files, key = ["train"], ["test"], b"fine_labels"
+    tarball = root / ("cifar-10-python.tar.gz" if name == "cifar10" else "cifar-100-python.tar.gz")
+    if not folder.exists() and tarball.exists():  # the published archive, as downloaded: unpack it once
+        import tarfile
+        try:
+            with tarfile.open(tarball) as tar:
+                if hasattr(tarfile, "data_filter"):
+                    tar.extractall(root, filter="data")
+                else:
+                    tar.extractall(root)
+        except tarfile.TarError as err:
+            raise ValueError(f"{tarball.name}: {err}") from None
 
     def read(files):
         xs, ys = [], []
         for f in files:
             with open(folder / f, "rb") as fh:
                 d = pickle.load(fh, encoding="bytes")
+            if not isinstance(d, dict):
+                raise ValueError(f"{f} holds a {type(d).__name__}, not a dict")
             xs.append(np.asarray(d[b"data"], dtype=np.uint8).reshape(-1, 3, 32, 32))
             ys.append(np.asarray(d[key], dtype=np.int64))
         return np.concatenate(xs), np.concatenate(ys)
@@ -144,7 +181,12 @@ def _svhn(name: str, root: Path):
         path = root / f"{split}_32x32.mat"
         if not path.exists():
             raise FileNotFoundError(path)
-        m = loadmat(str(path))
+        try:
+            m = loadmat(str(path))
+        except FileNotFoundError:
+            raise
+        except Exception as err:  # scipy's MatReadError is no ValueError
+            raise ValueError(f"{path.name}: {type(err).__name__}: {err}") from None
         x = np.transpose(m["X"], (3, 2, 0, 1))            # (32, 32, 3, N) -> (N, 3, 32, 32)
         y = m["y"].astype(np.int64).reshape(-1) % 10      # digit 0 is stored as label 10
         return x, y

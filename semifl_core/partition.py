@@ -60,6 +60,8 @@ def dirichlet(pool: np.ndarray, labels: np.ndarray, num_clients: int, alpha: flo
     get proportion 0 (renormalised); the class's shuffled indices are cut at the cumulative proportions.
     Everything is drawn again until every client holds >= min_size samples."""
     n = len(pool)
+    if n < min_size * num_clients:  # no draw could ever succeed: fail instead of looping forever
+        raise ValueError(f"dirichlet: {n} samples cannot give {num_clients} clients >= {min_size} samples each")
     while True:
         clients = [[] for _ in range(num_clients)]
         for c in range(num_classes):

@@ -47,6 +47,7 @@ class State:
     round: int = 0                                       # rounds done
     metrics: list = field(default_factory=list)
     best: dict = field(default_factory=lambda: {"acc": -1.0, "round": None, "weights": None})
+    sbn_fresh: bool = False   # the model's sBN statistics belong to its current weights (not checkpointed)
 
 
 class Experiment:
@@ -105,9 +106,11 @@ class Experiment:
             self.fedavg_supervised_round(st, r, rng, g, lr, m, timer)
         else:
             self.semifl_round(st, r, rng, g, lr, m, timer)
+        st.sbn_fresh = False
         if (r + 1) % cfg.eval_every == 0 or r + 1 == cfg.rounds:
             with timer("eval"):
                 self.refresh_sbn(st.model)
+                st.sbn_fresh = True
                 m["test_acc"] = self.evaluate(st.model)
         return m
 
@@ -116,8 +119,9 @@ class Experiment:
         active = rng.choice(cfg.num_clients, cfg.num_active, replace=False)
         specs, trained = [], []
         if cfg.global_pseudo_labels:
-            with timer("sbn"):
-                self.refresh_sbn(st.model)
+            if not st.sbn_fresh:  # after an evaluation the statistics already belong to this global model
+                with timer("sbn"):
+                    self.refresh_sbn(st.model)
             with timer("pseudo_label"):
                 xs = [data.x_train[self.client_idx[c]] for c in active]
                 ys = [data.y_train[self.client_idx[c]] for c in active]
