@@ -191,6 +191,7 @@ class Experiment:
             stacked, new_states, stats = self.engine.train(st.model, tasks, lr, states)
         if keep:
             st.client_states.update({c: s for c, s in zip(clients, new_states) if s})
+        m["client_samples"] = int(sum(t.size.sum() for t in tasks))
         if len(stats):
             m["client_loss"] = (stats[:, 0].sum() / sum(t.steps for t in tasks)).item()
             m["_stats"] = stats

@@ -28,13 +28,13 @@ def crop_matches(out, x, pad):
     """For each output: the (oy, ox, mirrored) of the reflect-padded crop of its input that it equals, found by
     brute force over every offset in [-pad, pad]^2 (None where there is none)."""
     n, _, h, w = x.shape
-    padded = F.pad(x.float(), (pad, pad, pad, pad), mode="reflect")   # reflect: the edge pixel is not repeated
+    padded = F.pad(x.float(), (pad, pad, pad, pad), mode="reflect").to(torch.uint8)  # edge pixel not repeated
     found = [[] for _ in range(n)]
     for oy in range(-pad, pad + 1):
         for ox in range(-pad, pad + 1):
             crop = padded[:, :, pad + oy:pad + oy + h, pad + ox:pad + ox + w]
             for mirrored, cand in ((False, crop), (True, crop.flip(3))):
-                hit = (out.float() == cand).flatten(1).all(1)
+                hit = (out == cand).flatten(1).all(1)
                 for i in torch.nonzero(hit).flatten().tolist():
                     found[i].append((oy, ox, mirrored))
     return found
@@ -42,7 +42,7 @@ def crop_matches(out, x, pad):
 
 @pytest.mark.parametrize("c, h, flip", [(3, 32, False), (3, 32, True), (1, 28, False), (3, 16, True)])
 def test_weak_is_a_reflect_padded_crop_with_optional_mirror(c, h, flip):
-    n = 1000
+    n = 500
     x = images(n, c, h, h, seed=h)
     out = A.weak(x, flip, gen(1))
     assert out.dtype == torch.uint8 and out.shape == x.shape
@@ -55,7 +55,7 @@ def test_weak_is_a_reflect_padded_crop_with_optional_mirror(c, h, flip):
         counts = np.bincount(offs + pad, minlength=2 * pad + 1)
         assert len(counts) == 2 * pad + 1 and counts.min() > 0.5 * n / (2 * pad + 1)
     if flip:
-        assert 0.42 < mirrored.mean() < 0.58             # about half are mirrored
+        assert 0.4 < mirrored.mean() < 0.6               # about half are mirrored
     else:
         assert not mirrored.any()                        # never mirrored
 
