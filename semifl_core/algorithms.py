@@ -164,10 +164,8 @@ def make_tasks(kind: str, specs: list[dict], batch: int, epochs: float, flip: bo
     if kind == "fix-mix":
         views["x_mix"] = split(augment.weak(gather("x_mix", "mix_idx"), flip, g))
         views["y_mix"] = split(gather("y_mix", "mix_idx"))
-    tasks = []
-    for i, p in enumerate(plans):
-        lam = torch.as_tensor(p["lam"], dtype=torch.float32, device=dev) if kind == "fix-mix" else None
-        tasks.append(Task(kind, views["x"][i], views["y"][i], p["size"], views.get("x_weak", [None] * len(plans))[i],
-                          views.get("x_mix", [None] * len(plans))[i], views.get("y_mix", [None] * len(plans))[i],
-                          lam))
-    return tasks
+    none = [None] * len(plans)
+    lams = [torch.as_tensor(p["lam"], dtype=torch.float32, device=dev) if kind == "fix-mix" else None for p in plans]
+    return [Task(kind, *fields) for fields in zip(views["x"], views["y"], [p["size"] for p in plans],
+                                                  views.get("x_weak", none), views.get("x_mix", none),
+                                                  views.get("y_mix", none), lams)]
