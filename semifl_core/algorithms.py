@@ -79,6 +79,10 @@ def global_momentum_step(model: torch.nn.Module, opt: torch.optim.Optimizer, ave
         p.grad = p.detach() - averaged[name].to(p.dtype)
     opt.step()
     opt.zero_grad(set_to_none=True)
+    with torch.no_grad():  # plain BN's running statistics (norm=bn) are averaged, not momentum-stepped
+        for name, b in model.named_buffers():
+            if name in averaged:
+                b.copy_(averaged[name])
 
 
 def make_global_optimizer(cfg, model):

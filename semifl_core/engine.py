@@ -90,7 +90,9 @@ class SequentialEngine:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), self.cfg.clip_norm)
                 opt.step()
                 task_stats += torch.stack([loss.detach(), *aux]).cpu()
-            results.append({k: v.detach().clone() for k, v in model.named_parameters()})
+            # plain BN (norm=bn) also carries its running statistics to the average
+            results.append({k: v.detach().clone() for k, v in model.state_dict().items()
+                            if k in names or k.endswith(("running_mean", "running_var"))})
             new_states.append({n: opt.state[p]["momentum_buffer"].clone()
                                for n, p in zip(names, model.parameters()) if "momentum_buffer" in opt.state[p]})
             stats.append(task_stats)

@@ -200,8 +200,9 @@ class Experiment:
 
 def _load(model, weights: dict) -> None:
     with torch.no_grad():
-        for name, p in model.named_parameters():
-            p.copy_(weights[name])
+        for name, t in [*model.named_parameters(), *model.named_buffers()]:
+            if name in weights:
+                t.copy_(weights[name])
 
 
 @contextmanager

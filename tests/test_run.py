@@ -237,3 +237,14 @@ def test_cli_reports_bad_input_in_one_line(capsys, tmp_path, monkeypatch):
                      "--results-dir", str(tmp_path / "r"), "--set", "rounds=1"]) == 2
     err = capsys.readouterr().err.strip()
     assert "cifar10" in err and "cifar-10-batches-py" in err and "\n" not in err
+
+
+def test_plain_bn_averages_its_running_statistics(tmp_path):
+    cfg = profile("smoke", norm="bn", engine="sequential", threshold=0.0)
+    exp = Experiment(cfg, DATA, torch.device("cpu"))
+    st = exp.new_state()
+    exp.round(st, 0)
+    rm = [b for n, b in st.model.named_buffers() if n.endswith("running_mean")]
+    assert rm and all(b.abs().sum() > 0 for b in rm)      # moved away from their initial zeros
+    s = _run(profile("smoke", norm="bn", engine="sequential", rounds=4), tmp_path)
+    assert s["final_acc"] > 40                            # eval uses the averaged running statistics
