@@ -133,6 +133,10 @@ class Config:
             if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool) \
                     or getattr(self, name) < 1:
                 bad(name, "must be an integer >= 1")
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.type == "float" and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)):
+                bad(f.name, "must be a finite number")
         kind, value = self.partition_kind
         n_train = TRAIN_SIZE[self.dataset]
         if self.num_supervised % self.num_classes:
@@ -207,7 +211,10 @@ def parse_value(name: str, text: str):
             return text.lower() in ("true", "1", "yes", "on")
         return {"int": int, "float": float, "str": str}[typ](text)
     except ValueError:
-        raise ConfigError(f"{name}={text!r}: must be a {typ}") from None
+        raise ConfigError(f"{name}={text!r}: must be {_ARTICLE[typ]}") from None
+
+
+_ARTICLE = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}
 
 
 # ---------------------------------------------------------------------- profiles

@@ -48,6 +48,10 @@ def raises_one_line(fn, *must_contain):
     (dict(local_epochs=-1.0), ["local_epochs=-1.0", "> 0"]),
     (dict(lr=-0.01), ["lr=-0.01", ">= 0"]),
     (dict(momentum=1.0), ["momentum=1.0", "< 1"]),
+    # NaN compares False with everything, so it needs its own check (`--set lr=nan` parses as a float)
+    (dict(lr=float("nan")), ["lr=nan", "finite"]),
+    (dict(clip_norm=float("inf")), ["clip_norm=inf", "finite"]),
+    (dict(threshold=float("nan")), ["threshold=nan", "finite"]),
     # synthetic: 2000 - 100 = 1900 client samples
     (dict(num_clients=1901), ["num_clients=1901", "at most the number of client samples (1900)"]),
     (dict(sbn_source="clients"), ["sbn_source='clients'", "all", "server"]),
@@ -79,10 +83,10 @@ def test_parse_value_unknown_key_suggests_the_closest_field():
 
 
 @pytest.mark.parametrize("name, text, must_contain", [
-    ("mix_loss", "maybe", ["mix_loss='maybe'", "bool"]),
-    ("rounds", "2.5", ["rounds='2.5'", "int"]),
-    ("rounds", "ten", ["rounds='ten'", "int"]),
-    ("lr", "fast", ["lr='fast'", "float"]),
+    ("mix_loss", "maybe", ["mix_loss='maybe'", "must be true or false"]),
+    ("rounds", "2.5", ["rounds='2.5'", "must be an integer"]),
+    ("rounds", "ten", ["rounds='ten'", "must be an integer"]),
+    ("lr", "fast", ["lr='fast'", "must be a number"]),
 ])
 def test_parse_value_bad_text(name, text, must_contain):
     raises_one_line(lambda: parse_value(name, text), *must_contain)

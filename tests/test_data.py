@@ -154,12 +154,20 @@ def test_idx_gz_round_trip(tmp_path, name, folder_name):
     assert ds.y_test.tolist() == arrays["t10k-labels-idx1-ubyte"].tolist()
 
 
-def test_read_idx_header():
+def test_read_idx_plain_and_gzipped(tmp_path):
     a = RNG.integers(0, 256, (3, 28, 28), dtype=np.uint8)
     raw = idx_bytes(a)
     assert raw[:4] == b"\x00\x00\x08\x03" and struct.unpack(">III", raw[4:16]) == (3, 28, 28)
-    labels = idx_bytes(np.array([1, 2, 3], dtype=np.uint8))
-    assert labels[:8] == b"\x00\x00\x08\x01\x00\x00\x00\x03"
+    (tmp_path / "img").write_bytes(raw)
+    (tmp_path / "img.gz").write_bytes(gzip.compress(raw))
+    assert np.array_equal(D.read_idx(tmp_path / "img"), a) and np.array_equal(D.read_idx(tmp_path / "img.gz"), a)
+    labels = np.array([1, 2, 3], dtype=np.uint8)
+    (tmp_path / "lab").write_bytes(idx_bytes(labels))
+    assert idx_bytes(labels)[:8] == b"\x00\x00\x08\x01\x00\x00\x00\x03"
+    assert np.array_equal(D.read_idx(tmp_path / "lab"), labels)
+    (tmp_path / "float").write_bytes(b"\x00\x00\x0d\x01" + raw[4:])          # type 0x0D (float): not uint8
+    with pytest.raises(ValueError, match="not an idx uint8 file"):
+        D.read_idx(tmp_path / "float")
 
 
 # --------------------------------------------------------------------------- missing files

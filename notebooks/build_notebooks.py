@@ -1,0 +1,169 @@
+"""Write the notebooks of this folder (without outputs) from the cell texts below: `python build_notebooks.py`.
+
+Every notebook has the same skeleton: a title, a `parameters` cell (papermill), a setup cell that prints the
+profile, data and device, the runs (shared configs from semifl_core.report, so notebooks reuse each other's runs),
+the table(s) with the paper's numbers beside ours, figure(s) saved to figures_dir, and LAST a claims table.
+Cells whose first line is `# NBVAL_CHECK_OUTPUT` have outputs that are reproducible on re-execution (runs reused).
+"""
+from pathlib import Path
+
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+HERE = Path(__file__).resolve().parent
+CHECK = "# NBVAL_CHECK_OUTPUT\n"
+
+PARAMETERS = """\
+profile = 'small'          # 'paper' | 'small' | 'smoke'
+seed = 0
+seeds = None               # None -> [seed]; or a list, e.g. [0, 1, 2]
+dataset = None             # None -> the profile's PROFILE_GRID datasets
+device = 'auto'
+results_dir = '../results'  # relative to this notebook's folder
+figures_dir = '../figures'
+rounds = None              # None -> the profile's number of rounds
+"""
+
+SETUP = """\
+import pandas as pd
+import matplotlib
+import matplotlib.pyplot as plt
+import seaborn as sns
+from semifl_core import report, paper
+
+pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', 120)
+sns.set_theme(style='whitegrid')
+seed_list = report.seeds_of(seed, seeds)
+pairs = report.grid(profile, dataset)
+print(report.describe(profile, pairs, device, seed_list, rounds))
+print('results:', results_dir, '| figures:', figures_dir)
+"""
+
+
+def run_cell(builder):
+    return (f"df = report.run_pairs(report.{builder}, profile, pairs, seed_list, results_dir, device, rounds)\n"
+            "print(report.runs_summary(df))")
+
+
+NOTEBOOKS = {
+    "table1": dict(
+        title="Table 1: SemiFL against the baselines, SSL and SSFL methods",
+        intro="Fully Supervised, Partially Supervised, and, under the four partitions (Non-IID K=2, Dir(0.1), "
+              "Dir(0.3), IID), SemiFL, FedAvg + FixMatch and supervised FedAvg with sBN (the paper's HeteroFL row). "
+              "The SSL rows and FedMatch / FedRGD are **the paper's numbers only** (not run here). Accuracy is the "
+              "best round's test accuracy (as the paper reports), mean(population std) over seeds.",
+        cells=[run_cell("table1_configs"),
+               CHECK + "for ds, n in pairs:\n    display(report.table1(df, ds, n))",
+               CHECK + "report.table1_claims(df, pairs)"]),
+    "table2": dict(
+        title="Table 2: ablation of alternate training (fine-tune x global pseudo-labels)",
+        intro="Four combinations of *fine-tune the global model with labeled data* and *generate pseudo-labels with "
+              "the global model*, under Non-IID K=2 and IID. Both off is FedAvg + FixMatch (parallel averaging, "
+              "per-batch pseudo-labels, no mix loss) as in the paper; both on is SemiFL (Table 1's runs, reused).",
+        cells=[run_cell("table2_configs"),
+               CHECK + "for ds, n in pairs:\n    display(report.table2(df, ds, n))",
+               CHECK + "report.table2_claims(df, pairs)"]),
+    "figure6": dict(
+        title="Figure 6: quality of pseudo-labeling for the Table 2 variants",
+        intro="Pseudo Accuracy (accuracy of all pseudo-labels), Threshold Accuracy (accuracy of those above the "
+              "threshold) and Label Ratio (share above the threshold) per round, reusing Table 2's runs.",
+        cells=[run_cell("table2_configs"),
+               "long = report.pseudo_label_curves(df)\n"
+               "for ds, n in pairs:\n"
+               "    d = long[(long.dataset == ds) & (long.num_supervised == n)]\n"
+               "    g = report.lineplot_grid(d, 'value', hue='method', col='metric', row='partition', "
+               "ylabel='%', title=f'Figure 6 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')\n"
+               "    print(report.save_figure(g, figures_dir, f'figure6_{ds}_{n}'))\n    plt.show()",
+               CHECK + "report.figure6_claims(long, pairs)"]),
+    "table3": dict(
+        title="Table 3: sBN statistics from the server only vs from server and clients",
+        intro="SemiFL with static batch-norm statistics computed from the server's labeled data only, or from the "
+              "server and all clients, under Non-IID K=2 and IID.",
+        cells=[run_cell("table3_configs"),
+               CHECK + "for ds, n in pairs:\n    display(report.table3(df, ds, n))",
+               CHECK + "report.table3_claims(df, pairs)"]),
+    "table5": dict(
+        title="Table 5 and Figure 9: local epochs E, global momentum beta_g, mix loss",
+        intro="The paper compares E=1 with its E=5; here the reduced E is the profile's E divided by 5. "
+              "The row with the profile's E, beta_g=0.5 and the mix loss is SemiFL (Table 1's runs, reused). "
+              "The learning curves are Figure 9.",
+        cells=[run_cell("table5_configs"),
+               CHECK + "for ds, n in pairs:\n    display(report.table5(df, profile, ds, n))",
+               "c = report.curves(df, keep=('label', 'method', 'seed', 'partition', 'dataset', 'num_supervised', "
+               "'algorithm'))\n"
+               "for ds, n in pairs:\n"
+               "    d = c[(c.dataset == ds) & (c.num_supervised == n)]\n"
+               "    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)', "
+               "title=f'Figure 9 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')\n"
+               "    name = 'table5_curves' if len(pairs) == 1 else f'table5_curves_{ds}_{n}'\n"
+               "    print(report.save_figure(g, figures_dir, name))\n    plt.show()",
+               CHECK + "report.table5_claims(df, profile, pairs)"]),
+    "figure2": dict(
+        title="Figure 2: a vanilla combination of FedAvg and FixMatch",
+        intro="FedAvg + FixMatch (server and clients trained in parallel and averaged, per-batch pseudo-labels) with "
+              "one local step per round (FedSGD-like) and with the profile's E local epochs, against Fully and "
+              "Partially Supervised, under IID and Non-IID K=2.",
+        cells=[run_cell("figure2_configs"),
+               CHECK + "final = df.groupby(['pair', 'method', 'partition']).best_acc.agg(report.mean_std).unstack()\n"
+               "final.loc[:, ['iid', 'non-iid-l-2']]",
+               "c = report.curves(df, keep=('label', 'method', 'seed', 'partition', 'dataset', 'num_supervised', "
+               "'algorithm'))\n"
+               "c = report.with_baselines(c, report.ABLATION_PARTITIONS)\n"
+               "for ds, n in pairs:\n"
+               "    d = c[(c.dataset == ds) & (c.num_supervised == n)]\n"
+               "    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)', "
+               "title=f'Figure 2 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')\n"
+               "    name = 'figure2' if len(pairs) == 1 else f'figure2_{ds}_{n}'\n"
+               "    print(report.save_figure(g, figures_dir, name))\n    plt.show()",
+               CHECK + "report.figure2_claims(df, pairs)"]),
+    "learning_curves": dict(
+        title="Figures 5, 7, 8: learning curves per partition",
+        intro="Test accuracy per round of Table 1's runs (reused), one panel per partition; the centralized "
+              "baselines are drawn in every panel. The paper's Figures 5, 7 and 8 show CIFAR-10, SVHN and CIFAR-100.",
+        cells=[run_cell("table1_configs"),
+               "c = report.curves(df, keep=('label', 'method', 'seed', 'partition', 'dataset', 'num_supervised', "
+               "'algorithm'))\n"
+               "cb = report.with_baselines(c, paper.PARTITIONS)\n"
+               "for ds, n in pairs:\n"
+               "    d = cb[(cb.dataset == ds) & (cb.num_supervised == n)]\n"
+               "    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)', "
+               "title=f'Learning curves ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')\n"
+               "    print(report.save_figure(g, figures_dir, f'learning_curves_{ds}_{n}'))\n    plt.show()",
+               CHECK + "report.learning_curve_claims(df, c, pairs)"]),
+    "table4": dict(
+        title="Table 4: hyperparameters",
+        intro="The `paper` profile rendered for each (dataset, N_S) of the paper, beside the paper's Table 4 (and the "
+              "text of Section 4 / Appendix C.1 for M, C, tau, a). Then the fields where the chosen profile differs "
+              "from the paper's. Nothing is trained here.",
+        cells=[CHECK + "report.table4(report.grid('paper'))",
+               CHECK + "for ds, n in pairs:\n    display(report.profile_differences(profile, ds, n))",
+               CHECK + "report.table4_claims(report.grid('paper'))"]),
+}
+
+
+def build(name, spec) -> nbformat.NotebookNode:
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.metadata["language_info"] = {"name": "python"}
+    params = new_code_cell(PARAMETERS)
+    params.metadata["tags"] = ["parameters"]
+    cells = [new_markdown_cell(f"# {spec['title']}\n\n{spec['intro']}\n\nThe paper's numbers are quoted from "
+                               "`semifl_core/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/"
+                               "SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. The last cell states "
+                               "which of the paper's claims held at this profile."),
+             params, new_code_cell(SETUP)]
+    cells += [new_code_cell(src) for src in spec["cells"]]
+    nb.cells = cells
+    for i, c in enumerate(nb.cells):
+        c["id"] = f"{name}-{i}"
+    return nb
+
+
+def main():
+    for name, spec in NOTEBOOKS.items():
+        nbformat.write(build(name, spec), HERE / f"{name}.ipynb")
+        print("wrote", HERE / f"{name}.ipynb")
+
+
+if __name__ == "__main__":
+    main()

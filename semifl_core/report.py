@@ -1,0 +1,545 @@
+"""Helpers the notebooks share, so that each notebook stays short: build configs per profile, run a set of labelled
+configs over seeds (reusing complete runs), tidy the results, format "mean(std)", set the paper's numbers beside
+ours, state claims, save figures."""
+from __future__ import annotations
+
+import math
+import platform
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import paper
+from .config import PROFILE_GRID, Config, profile
+from .results import load_metrics
+
+
+# ---------------------------------------------------------------------- parameters
+def seeds_of(seed: int = 0, seeds=None) -> list[int]:
+    """seeds=None -> [seed] (so `papermill -p seed 2` works); else the list given."""
+    return [int(seed)] if seeds is None else [int(s) for s in seeds]
+
+
+def grid(profile_name: str, dataset=None) -> list[tuple[str, int]]:
+    """(dataset, N_S) pairs to run: the profile's PROFILE_GRID, restricted to `dataset` (a name or a list) if given.
+    A dataset outside the grid runs with the profile's default N_S."""
+    pairs = PROFILE_GRID[profile_name]
+    if dataset is None:
+        return list(pairs)
+    wanted = [dataset] if isinstance(dataset, str) else list(dataset)
+    out = [p for p in pairs if p[0] in wanted]
+    for ds in wanted:
+        if not any(p[0] == ds for p in out):
+            out.append((ds, profile(profile_name, ds).num_supervised))
+    return out
+
+
+def make(profile_name: str, dataset: str, num_supervised: int, rounds=None, **overrides) -> Config:
+    """profile(profile_name, dataset, num_supervised=..., [rounds=...], **overrides)."""
+    if rounds is not None:
+        overrides["rounds"] = int(rounds)
+    return profile(profile_name, dataset, num_supervised=num_supervised, **overrides)
+
+
+def describe(profile_name: str, pairs, device: str = "auto", seeds=(0,), rounds=None) -> str:
+    """One line: which profile, data, device and seeds this notebook uses."""
+    from .run import pick_device
+    dev = pick_device(device)
+    cfg = make(profile_name, pairs[0][0], pairs[0][1], rounds)
+    data = ", ".join(f"{paper.DATASET_NAMES.get(d, d)} N_S={n}" for d, n in pairs)
+    return (f"profile={profile_name!r} | data: {data} | model={cfg.model}, M={cfg.num_clients}, C={cfg.active_rate}, "
+            f"T={cfg.rounds}, E={cfg.local_epochs} | device: {dev} ({platform.processor() or platform.machine()}) "
+            f"| seeds: {list(seeds)}")
+
+
+# ---------------------------------------------------------------------- running
+def run_all(configs: dict, seeds, results_dir, device="auto", data_root=None) -> pd.DataFrame:
+    """Run every {label: Config} for every seed (complete runs are reused) with one progress bar.
+    Returns a tidy DataFrame: one row per (label, seed) with the config's main fields and the run summary."""
+    from tqdm.auto import tqdm
+
+    from .run import run
+    jobs = [(label, cfg.replace(seed=s)) for label, cfg in configs.items() for s in seeds]
+    rows = []
+    for label, cfg in tqdm(jobs, desc="runs"):
+        s = run(cfg, results_dir, device=device, data_root=data_root, progress=False)
+        rows.append({"label": label, "seed": cfg.seed, "algorithm": cfg.algorithm, "dataset": cfg.dataset,
+                     "num_supervised": cfg.num_supervised, "partition": cfg.partition, "finetune": cfg.finetune,
+                     "global_pseudo_labels": cfg.global_pseudo_labels, "mix_loss": cfg.mix_loss,
+                     "local_epochs": cfg.local_epochs, "global_momentum": cfg.global_momentum,
+                     "sbn_source": cfg.sbn_source, "final_acc": s["final_acc"], "best_acc": s["best_acc"],
+                     "best_round": s["best_round"], "wall_time_s": s["wall_time_s"], "reused": s["reused"],
+                     "path": s["path"]})
+    return pd.DataFrame(rows)
+
+
+def runs_summary(df: pd.DataFrame) -> str:
+    """'N runs: k new, m reused'."""
+    return f"{len(df)} runs: {int((~df.reused).sum())} new, {int(df.reused.sum())} reused from the results store"
+
+
+def curves(df: pd.DataFrame, keep=("label", "seed", "partition", "dataset", "num_supervised", "algorithm")) -> pd.DataFrame:
+    """Per-round metrics of every run in df (run_all's output), with df's identifying columns added."""
+    parts = []
+    for _, row in df.iterrows():
+        m = load_metrics(row.path)
+        for k in keep:
+            m[k] = row[k]
+        parts.append(m)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+# ---------------------------------------------------------------------- numbers
+def mean_std(values) -> str:
+    """'mean(std)' with the population std over seeds, one decimal."""
+    v = np.asarray([x for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))], float)
+    if len(v) == 0:
+        return "n/a"
+    return f"{v.mean():.1f}({v.std(ddof=0):.1f})"
+
+
+def mean(df: pd.DataFrame, metric: str = "best_acc", **where) -> float:
+    """Mean of a metric over the rows matching where (column=value)."""
+    sel = df
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    return float(sel[metric].mean()) if len(sel) else math.nan
+
+
+def formatted(df: pd.DataFrame, metric: str = "best_acc", **where) -> str:
+    sel = df
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    return mean_std(sel[metric].tolist())
+
+
+def side_by_side(rows: list[dict], paper_label: str, ours_label: str = "this run") -> pd.DataFrame:
+    """rows: dicts with index columns plus 'paper' and 'ours' -> DataFrame with the paper's column (named
+    paper_label, e.g. 'paper (CIFAR-10, N_S=250)') next to 'this run'."""
+    out = pd.DataFrame(rows).rename(columns={"paper": paper_label, "ours": ours_label})
+    return out.fillna({paper_label: "-"})
+
+
+# ---------------------------------------------------------------------- claims
+def claims(items: list) -> pd.DataFrame:
+    """items: (claim, held: bool, evidence) -> DataFrame with held as 'yes'/'no'."""
+    rows = [{"claim": c, "held": "yes" if bool(h) else "no", "evidence": e} for c, h, e in items]
+    return pd.DataFrame(rows, columns=["claim", "held", "evidence"])
+
+
+# ---------------------------------------------------------------------- figures
+def save_figure(fig, figures_dir, name: str) -> list[str]:
+    """Save a matplotlib/seaborn figure as figures_dir/name.png and .pdf; returns the two paths."""
+    d = Path(figures_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    fig = getattr(fig, "figure", fig)   # accepts a seaborn FacetGrid
+    paths = []
+    for ext in ("png", "pdf"):
+        p = d / f"{name}.{ext}"
+        fig.savefig(p, bbox_inches="tight", dpi=150 if ext == "png" else None)
+        paths.append(str(p))
+    return paths
+
+
+def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: str = "round", ylabel=None,
+                  title=None, height: float = 3.2):
+    """seaborn relplot of y over rounds, one panel per col (and row), one line per hue, mean and a band of +-1
+    std over seeds (seaborn shows no band when there is one seed)."""
+    import seaborn as sns
+    d = data.dropna(subset=[y])
+    g = sns.relplot(data=d, x=x, y=y, hue=hue, col=col, row=row, kind="line", errorbar="sd", height=height,
+                    aspect=1.25, facet_kws=dict(sharey=False))
+    g.set_axis_labels(x, ylabel or y)
+    if title:
+        g.figure.suptitle(title, y=1.03)
+    return g
+
+
+# ====================================================================== the paper's items
+# Configs are built here once, so that notebooks share runs (same config -> same run directory -> reused).
+P = paper.PARTITIONS
+ABLATION_PARTITIONS = ("non-iid-l-2", "iid")
+TABLE2_VARIANTS = {(False, False): "FedAvg + FixMatch", (False, True): "SemiFL: global pseudo-labels only",
+                   (True, False): "SemiFL: fine-tune only", (True, True): "SemiFL (fine-tune + global)"}
+
+
+def baseline_configs(p, ds, n, rounds=None) -> dict:
+    return {"Fully Supervised": make(p, ds, n, rounds, algorithm="fully-supervised"),
+            "Partially Supervised": make(p, ds, n, rounds, algorithm="partially-supervised")}
+
+
+def table1_configs(p, ds, n, rounds=None) -> dict:
+    cfgs = baseline_configs(p, ds, n, rounds)
+    for part in P:
+        cfgs[f"SemiFL | {part}"] = make(p, ds, n, rounds, partition=part)
+        cfgs[f"FedAvg + FixMatch | {part}"] = make(p, ds, n, rounds, partition=part, algorithm="fedavg-fixmatch")
+        cfgs[f"FedAvg supervised (HeteroFL) | {part}"] = make(p, ds, n, rounds, partition=part,
+                                                             algorithm="fedavg-supervised")
+    return cfgs
+
+
+def table2_configs(p, ds, n, rounds=None) -> dict:
+    cfgs = baseline_configs(p, ds, n, rounds)
+    for part in ABLATION_PARTITIONS:
+        for (ft, gl), name in TABLE2_VARIANTS.items():
+            if (ft, gl) == (False, False):
+                cfgs[f"{name} | {part}"] = make(p, ds, n, rounds, partition=part, algorithm="fedavg-fixmatch")
+            else:
+                cfgs[f"{name} | {part}"] = make(p, ds, n, rounds, partition=part, finetune=ft,
+                                                global_pseudo_labels=gl)
+    return cfgs
+
+
+def table3_configs(p, ds, n, rounds=None) -> dict:
+    return {f"sBN {src} | {part}": make(p, ds, n, rounds, partition=part, sbn_source=src)
+            for part in ABLATION_PARTITIONS for src in ("server", "all")}
+
+
+def table5_rows(p, ds, n) -> list[tuple]:
+    """(E, beta_g, mixup) rows of Table 5 at this profile: the paper's E=1 vs 5 becomes E/5 vs the profile's E."""
+    base = make(p, ds, n)
+    e, bg = base.local_epochs, base.global_momentum
+    return [(e / 5, bg, True), (e, bg, False), (e, 0.0, True), (e, bg, True)]
+
+
+def table5_configs(p, ds, n, rounds=None) -> dict:
+    return {f"E={e:g}, beta_g={bg:g}, mixup={'yes' if mx else 'no'} | {part}":
+            make(p, ds, n, rounds, partition=part, local_epochs=e, global_momentum=bg, mix_loss=mx)
+            for part in ABLATION_PARTITIONS for e, bg, mx in table5_rows(p, ds, n)}
+
+
+def figure2_configs(p, ds, n, rounds=None) -> dict:
+    cfgs = baseline_configs(p, ds, n, rounds)
+    e = make(p, ds, n).local_epochs
+    for part in ABLATION_PARTITIONS:
+        cfgs[f"FedAvg + FixMatch, 1 local step | {part}"] = make(p, ds, n, rounds, partition=part,
+                                                                algorithm="fedavg-fixmatch", local_epochs=1e-9)
+        cfgs[f"FedAvg + FixMatch, E={e:g} | {part}"] = make(p, ds, n, rounds, partition=part,
+                                                           algorithm="fedavg-fixmatch")
+    return cfgs
+
+
+def run_pairs(builder, p, pairs, seeds, results_dir, device="auto", rounds=None) -> pd.DataFrame:
+    """run_all(builder(p, ds, n, rounds)) for every (dataset, N_S) pair, concatenated; adds 'method' (the label
+    without its partition) and 'pair'."""
+    dfs = [run_all(builder(p, ds, n, rounds), seeds, results_dir, device) for ds, n in pairs]
+    df = pd.concat(dfs, ignore_index=True)
+    df["method"] = df.label.str.split(" | ", regex=False).str[0]
+    df["pair"] = [f"{paper.DATASET_NAMES.get(d, d)}, N_S={n}" for d, n in zip(df.dataset, df.num_supervised)]
+    return df
+
+
+def _sel(df, ds, n, **where):
+    sel = df[(df.dataset == ds) & (df.num_supervised == n)]
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    return sel
+
+
+def _acc(df, ds, n, method, part=None, metric="best_acc"):
+    sel = _sel(df, ds, n, method=method)
+    if part is not None and method not in ("Fully Supervised", "Partially Supervised"):
+        sel = sel[sel.partition == part]
+    return float(sel[metric].mean()) if len(sel) else math.nan, mean_std(sel[metric].tolist())
+
+
+def _prefix(pairs, ds, n):
+    return f"[{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}] " if len(pairs) > 1 else ""
+
+
+# ---------------------------------------------------------------------- Table 1
+def table1(df, ds, n) -> pd.DataFrame:
+    pds, pn = paper.paper_column_for(ds, n)
+    rows = [{"group": "Baseline", "method": m, "paper": paper.table1(m, None, pds, pn), "ours": _acc(df, ds, n, m)[1]}
+            for m in ("Fully Supervised", "Partially Supervised")]
+    rows += [{"group": "SSL (centralized; paper only, not run)", "method": m, "paper": paper.table1(m, None, pds, pn),
+              "ours": "not run"} for m in paper.TABLE1_SSL]
+    for part in P:
+        g = paper.PARTITION_NAMES[part]
+        rows.append({"group": g, "method": "HeteroFL (= fedavg-supervised, fully labeled clients)",
+                     "paper": paper.table1("HeteroFL", part, pds, pn),
+                     "ours": _acc(df, ds, n, "FedAvg supervised (HeteroFL)", part)[1]})
+        for m in ("FedMatch", "FedRGD"):
+            rows.append({"group": g, "method": f"{m} (paper only, not run)", "paper": paper.table1(m, part, pds, pn),
+                         "ours": "not run"})
+        rows.append({"group": g, "method": "FedAvg + FixMatch", "paper": None,
+                     "ours": _acc(df, ds, n, "FedAvg + FixMatch", part)[1]})
+        rows.append({"group": g, "method": "SemiFL", "paper": paper.table1("SemiFL", part, pds, pn),
+                     "ours": _acc(df, ds, n, "SemiFL", part)[1]})
+    return side_by_side(rows, paper.label(pds, pn), f"this run ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n})")
+
+
+def table1_claims(df, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        semi = {p: _acc(df, ds, n, "SemiFL", p)[0] for p in P}
+        fix = {p: _acc(df, ds, n, "FedAvg + FixMatch", p)[0] for p in P}
+        het = {p: _acc(df, ds, n, "FedAvg supervised (HeteroFL)", p)[0] for p in P}
+        part_acc, full = _acc(df, ds, n, "Partially Supervised")[0], _acc(df, ds, n, "Fully Supervised")[0]
+        ev = lambda d: ", ".join(f"{k}: {v:.1f}" for k, v in d.items())
+        items += [
+            (pre + "SemiFL beats Partially Supervised under every partition",
+             all(semi[p] > part_acc for p in P), f"SemiFL {ev(semi)}; Partially Supervised {part_acc:.1f}"),
+            (pre + "SemiFL beats FedAvg + FixMatch (vanilla SSFL) under every partition",
+             all(semi[p] > fix[p] for p in P), f"SemiFL {ev(semi)}; FedAvg+FixMatch {ev(fix)}"),
+            (pre + "FedAvg + FixMatch does not beat Partially Supervised under any partition",
+             all(fix[p] <= part_acc for p in P), f"FedAvg+FixMatch {ev(fix)}; Partially Supervised {part_acc:.1f}"),
+            (pre + "Fully Supervised stays above SemiFL under every partition",
+             all(full > semi[p] for p in P), f"Fully Supervised {full:.1f}; SemiFL {ev(semi)}"),
+            (pre + "SemiFL beats supervised FL (HeteroFL row) under Non-IID, K=2",
+             semi["non-iid-l-2"] > het["non-iid-l-2"],
+             f"SemiFL {semi['non-iid-l-2']:.1f} vs fedavg-supervised {het['non-iid-l-2']:.1f}"),
+            (pre + "SemiFL degrades with label skew: IID is its best partition, Non-IID K=2 its worst",
+             max(semi, key=semi.get) == "iid" and min(semi, key=semi.get) == "non-iid-l-2", f"SemiFL {ev(semi)}"),
+        ]
+    return claims(items)
+
+
+# ---------------------------------------------------------------------- Table 2 / Figure 6
+def table2(df, ds, n) -> pd.DataFrame:
+    pl = paper.label(*paper.TABLE2_DATASET)
+    rows = []
+    for key in ["Fully Supervised", "Partially Supervised", *TABLE2_VARIANTS]:
+        name = key if isinstance(key, str) else TABLE2_VARIANTS[key]
+        row = {"method": name, "fine-tune": "N/A" if isinstance(key, str) else ("yes" if key[0] else "no"),
+               "global pseudo-labels": "N/A" if isinstance(key, str) else ("yes" if key[1] else "no")}
+        for part in ABLATION_PARTITIONS:
+            pn = paper.PARTITION_NAMES[part]
+            row[f"{pn}: {pl}"] = paper.TABLE2[key][part]
+            row[f"{pn}: this run"] = _acc(df, ds, n, name, part)[1]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table2_claims(df, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        part_acc = _acc(df, ds, n, "Partially Supervised")[0]
+        for part in ABLATION_PARTITIONS:
+            a = {k: _acc(df, ds, n, v, part)[0] for k, v in TABLE2_VARIANTS.items()}
+            ev = ", ".join(f"ft={'y' if k[0] else 'n'}/gl={'y' if k[1] else 'n'}: {v:.1f}" for k, v in a.items())
+            pn = paper.PARTITION_NAMES[part]
+            items += [
+                (pre + f"{pn}: fine-tune + global pseudo-labels is the best of the four combinations",
+                 max(a, key=a.get) == (True, True), ev),
+                (pre + f"{pn}: fine-tuning alone beats global pseudo-labels alone", a[(True, False)] > a[(False, True)],
+                 ev),
+                (pre + f"{pn}: full SemiFL beats Partially Supervised", a[(True, True)] > part_acc,
+                 f"SemiFL {a[(True, True)]:.1f} vs Partially Supervised {part_acc:.1f}"),
+                (pre + f"{pn}: FedAvg + FixMatch falls below Partially Supervised", a[(False, False)] < part_acc,
+                 f"FedAvg+FixMatch {a[(False, False)]:.1f} vs Partially Supervised {part_acc:.1f}"),
+            ]
+    return claims(items)
+
+
+PSEUDO_METRICS = {"pseudo_acc": "Pseudo Accuracy", "threshold_acc": "Threshold Accuracy", "label_ratio": "Label Ratio"}
+
+
+def pseudo_label_curves(df) -> pd.DataFrame:
+    """Long per-round pseudo-label quality of the Table 2 variants (no baselines)."""
+    runs = df[df.method.isin(list(TABLE2_VARIANTS.values()))]
+    c = curves(runs, keep=("label", "method", "seed", "partition", "dataset", "num_supervised", "algorithm"))
+    long = c.melt(id_vars=["round", "method", "seed", "partition", "dataset", "num_supervised"],
+                  value_vars=[m for m in PSEUDO_METRICS if m in c.columns], var_name="metric", value_name="value")
+    long["metric"] = long.metric.map(PSEUDO_METRICS)
+    return long.dropna(subset=["value"])
+
+
+def figure6_claims(long, pairs) -> pd.DataFrame:
+    items = []
+    best = TABLE2_VARIANTS[(True, True)]
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        for part in ABLATION_PARTITIONS:
+            for metric in ("Pseudo Accuracy", "Threshold Accuracy"):
+                d = long[(long.dataset == ds) & (long.num_supervised == n) & (long.partition == part)
+                         & (long.metric == metric)]
+                if d.empty:
+                    items.append((pre + f"{paper.PARTITION_NAMES[part]}: {metric} is highest with fine-tune + global",
+                                  False, "never defined: no pseudo-label passed the threshold in any round"))
+                    continue
+                late = d[d["round"] > d["round"].max() / 2].groupby("method").value.mean()
+                items.append((pre + f"{paper.PARTITION_NAMES[part]}: {metric} (mean over the second half of rounds) "
+                              f"is highest with fine-tune + global", late.idxmax() == best,
+                              ", ".join(f"{k}: {v:.1f}" for k, v in late.items())))
+    return claims(items)
+
+
+# ---------------------------------------------------------------------- Table 3
+def table3(df, ds, n) -> pd.DataFrame:
+    pds, pn_ = paper.paper_column_for(ds, n)
+    pl = paper.label(pds, pn_)
+    rows = []
+    for src, name in (("server", "server only"), ("all", "server and clients")):
+        row = {"sBN statistics": name}
+        for part in ABLATION_PARTITIONS:
+            pn = paper.PARTITION_NAMES[part]
+            row[f"{pn}: {pl}"] = paper.TABLE3[src].get((pn_, part), "-")
+            row[f"{pn}: this run"] = mean_std(_sel(df, ds, n, sbn_source=src, partition=part).best_acc)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table3_claims(df, pairs, tolerance: float = 2.0) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        for part in ABLATION_PARTITIONS:
+            s = _sel(df, ds, n, sbn_source="server", partition=part).best_acc.mean()
+            a = _sel(df, ds, n, sbn_source="all", partition=part).best_acc.mean()
+            items.append((_prefix(pairs, ds, n) + f"{paper.PARTITION_NAMES[part]}: sBN statistics from the server "
+                          f"only are no more than {tolerance:g} points below server and clients",
+                          s >= a - tolerance, f"server {s:.1f} vs all {a:.1f} (difference {s - a:+.1f})"))
+    return claims(items)
+
+
+# ---------------------------------------------------------------------- Table 5 / Figure 9
+def table5(df, p, ds, n) -> pd.DataFrame:
+    pl = paper.label(*paper.TABLE5_DATASET)
+    rows = []
+    for (e, bg, mx), key in zip(table5_rows(p, ds, n), paper.TABLE5):
+        label = f"E={e:g}, beta_g={bg:g}, mixup={'yes' if mx else 'no'}"
+        row = {"E (paper)": key[0], "E (this run)": e, "beta_g": bg, "mixup": "yes" if mx else "no"}
+        for part in ABLATION_PARTITIONS:
+            pn = paper.PARTITION_NAMES[part]
+            row[f"{pn}: {pl}"] = paper.TABLE5[key][part]
+            row[f"{pn}: this run"] = _acc(df, ds, n, label, part)[1]
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table5_claims(df, p, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        labels = [f"E={e:g}, beta_g={bg:g}, mixup={'yes' if mx else 'no'}" for e, bg, mx in table5_rows(p, ds, n)]
+        low_e, no_mix, no_mom, full = labels
+        for part in ABLATION_PARTITIONS:
+            a = {l: _acc(df, ds, n, l, part)[0] for l in labels}
+            pn = paper.PARTITION_NAMES[part]
+            items += [
+                (pre + f"{pn}: fewer local epochs hurt ({low_e} below {full})", a[low_e] < a[full],
+                 f"{a[low_e]:.1f} vs {a[full]:.1f}"),
+                (pre + f"{pn}: the mix loss helps ({full} above {no_mix})", a[full] > a[no_mix],
+                 f"{a[full]:.1f} vs {a[no_mix]:.1f}"),
+                (pre + f"{pn}: global momentum does not hurt (within 1 point of, or above, beta_g=0)",
+                 a[full] >= a[no_mom] - 1.0, f"{a[full]:.1f} vs {a[no_mom]:.1f}"),
+            ]
+    return claims(items)
+
+
+# ---------------------------------------------------------------------- Figure 2
+def figure2_claims(df, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        part_acc = _acc(df, ds, n, "Partially Supervised")[0]
+        one = [m for m in df.method.unique() if "1 local step" in m][0]
+        many = [m for m in df.method.unique() if m.startswith("FedAvg + FixMatch, E=")][0]
+        e_name = many.split(", ", 1)[1]
+        for part in ABLATION_PARTITIONS:
+            a1, ae = _acc(df, ds, n, one, part)[0], _acc(df, ds, n, many, part)[0]
+            pn = paper.PARTITION_NAMES[part]
+            items += [
+                (pre + f"{pn}: FedAvg + FixMatch with multiple local epochs does not beat Partially Supervised",
+                 ae <= part_acc, f"{many}: {ae:.1f}; Partially Supervised {part_acc:.1f}"),
+                (pre + f"{pn}: FedAvg + FixMatch works better with one local step per round than with {e_name}",
+                 a1 > ae, f"1 step: {a1:.1f}; {e_name}: {ae:.1f}"),
+            ]
+    return claims(items)
+
+
+def with_baselines(c: pd.DataFrame, partitions) -> pd.DataFrame:
+    """Copy the centralized baselines' curves into every partition panel."""
+    base = c[c.method.isin(["Fully Supervised", "Partially Supervised"])]
+    fed = c[~c.method.isin(["Fully Supervised", "Partially Supervised"])]
+    return pd.concat([fed] + [base.assign(partition=p) for p in partitions], ignore_index=True)
+
+
+# ---------------------------------------------------------------------- learning curves (Figures 5, 7, 8)
+def learning_curve_claims(df, c, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        part_final = _acc(df, ds, n, "Partially Supervised", metric="final_acc")[0]
+        for part in P:
+            d = c[(c.dataset == ds) & (c.num_supervised == n) & (c.method == "SemiFL") & (c.partition == part)]
+            d = d.dropna(subset=["test_acc"]).groupby("round").test_acc.mean()
+            final = _acc(df, ds, n, "SemiFL", part, metric="final_acc")[0]
+            pn = paper.PARTITION_NAMES[part]
+            items += [
+                (pre + f"{pn}: SemiFL's accuracy rises over training (last round above first)",
+                 len(d) > 1 and d.iloc[-1] > d.iloc[0], f"round {d.index[0]}: {d.iloc[0]:.1f} -> round {d.index[-1]}: "
+                 f"{d.iloc[-1]:.1f}" if len(d) else "no evaluations"),
+                (pre + f"{pn}: SemiFL ends above Partially Supervised (final round)", final > part_final,
+                 f"{final:.1f} vs {part_final:.1f}"),
+            ]
+    return claims(items)
+
+
+# ---------------------------------------------------------------------- Table 4
+ARCH = {"wrn28x2": "WResNet28x2", "wrn28x8": "WResNet28x8", "cnn": "CNN"}
+TABLE4_FIELDS = [("Architecture", "model"), ("Server batch size", "server_batch"), ("Server epoch", "server_epochs"),
+                 ("Client batch size", "client_batch"), ("Client epoch", "local_epochs"), ("Learning rate", "lr"),
+                 ("Weight decay", "weight_decay"), ("Momentum", "momentum"), ("Nesterov", "nesterov"),
+                 ("Communication rounds", "rounds"), ("Global momentum", "global_momentum"),
+                 ("Clients M", "num_clients"), ("Active rate C", "active_rate"), ("Threshold tau", "threshold"),
+                 ("Mixup a", "mixup_alpha")]
+
+
+def _paper_table4(ds, n, fld):
+    if fld == "model":
+        return paper.TABLE4_ARCH.get(ds, "-")
+    if fld == "server_batch":
+        return paper.TABLE4_SERVER_BATCH.get((ds, n), "-")
+    return paper.TABLE4_COMMON[fld]
+
+
+def _same(a, b) -> bool:
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def table4(pairs, profile_name="paper") -> pd.DataFrame:
+    rows = []
+    for name, fld in TABLE4_FIELDS:
+        row = {"hyperparameter": name}
+        for ds, n in pairs:
+            cfg = profile(profile_name, ds, num_supervised=n)
+            v = getattr(cfg, fld)
+            v = ARCH.get(v, v) if fld == "model" else v
+            col = f"{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}"
+            row[f"{col}: paper"] = _paper_table4(ds, n, fld)
+            row[f"{col}: profile('{profile_name}')"] = v
+        rows.append(row)
+    rows.append({"hyperparameter": "Optimizer / scheduler", **{
+        c: ("SGD / Cosine Annealing" if c.endswith("paper") else "SGD / cosine (fixed in code)")
+        for c in rows[0] if c != "hyperparameter"}})
+    return pd.DataFrame(rows)
+
+
+def table4_claims(pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        cfg = profile("paper", ds, num_supervised=n)
+        diffs = []
+        for name, fld in TABLE4_FIELDS:
+            v = getattr(cfg, fld)
+            v = ARCH.get(v, v) if fld == "model" else v
+            if not _same(v, _paper_table4(ds, n, fld)):
+                diffs.append(f"{name}: {v} vs paper {_paper_table4(ds, n, fld)}")
+        items.append((f"profile('paper') for {paper.DATASET_NAMES.get(ds, ds)}, N_S={n} has Table 4's hyperparameters",
+                      not diffs, "; ".join(diffs) or f"all {len(TABLE4_FIELDS)} values match"))
+    return claims(items)
+
+
+def profile_differences(profile_name, ds, n) -> pd.DataFrame:
+    """Fields where profile(profile_name) differs from profile('paper') (for CIFAR-10 at the paper's N_S)."""
+    a = profile("paper", "cifar10", num_supervised=250).to_dict()
+    b = profile(profile_name, ds, num_supervised=n).to_dict()
+    return pd.DataFrame([{"field": k, "paper profile (CIFAR-10, N_S=250)": a[k], f"profile('{profile_name}')": b[k]}
+                         for k in a if a[k] != b[k]])
