@@ -49,6 +49,7 @@ def main(argv=None) -> int:
     b = sub.add_parser("bench", help="time the sequential and vectorized engines on the same rounds")
     common(b)
     b.add_argument("--rounds", type=int, default=2, help="timed rounds per engine")
+    b.add_argument("--warmup", type=int, default=5, help="untimed rounds before timing (pseudo-labels appear)")
     b.add_argument("--synthetic-shape", default=None, help="e.g. 3x32x32: random data of this shape if absent")
     args = p.parse_args(argv)
 
@@ -73,7 +74,7 @@ def main(argv=None) -> int:
         if args.cmd == "bench":
             from .bench import bench
             bench(profile(args.profile, args.dataset, **overrides), args.rounds, args.device, args.data_root,
-                  args.synthetic_shape)
+                  args.synthetic_shape, args.warmup)
             return 0
         from .run import run
 

@@ -132,16 +132,23 @@ class VectorizedEngine:
         for i, t in enumerate(tasks):
             sizes[i, :t.steps] = t.size
         full_size = tasks[0].x.shape[1]
-        stats = torch.zeros(n, len(algorithms.STAT_NAMES), device=has_buf.device)
+        dev = has_buf.device
+        # Which clients take a full / a partial batch at each step: index tensors built before the loop, so the
+        # step loop itself makes no host-to-device copies.
+        plan = []
         for s in range(sizes.shape[1]):
             full = np.flatnonzero(sizes[:, s] == full_size)
             partial = np.flatnonzero((sizes[:, s] > 0) & (sizes[:, s] < full_size))
             active = np.concatenate([full, partial])
+            whole = len(active) == n and (active == np.arange(n)).all()
+            plan.append((full, None if len(full) in (0, n) else torch.as_tensor(full, device=dev), partial,
+                         torch.as_tensor(active, device=dev), whole))
+        stats = torch.zeros(n, len(algorithms.STAT_NAMES), device=dev)
+        for s, (full, full_idx, partial, idx, whole) in enumerate(plan):
             grads, aux = {}, []
             if len(full):
-                idx = None if len(full) == n else torch.as_tensor(full, device=has_buf.device)
-                p_full = params if idx is None else {k: v[idx] for k, v in params.items()}
-                batch = {k: (v[:, s] if idx is None else v[idx, s]) for k, v in stacked.items()}
+                p_full = params if full_idx is None else {k: v[full_idx] for k, v in params.items()}
+                batch = {k: (v[:, s] if full_idx is None else v[full_idx, s]) for k, v in stacked.items()}
                 g, a = grad_all(p_full, model_inputs_batched(batch, self.mean, self.std))
                 grads, aux = {k: [v] for k, v in g.items()}, [a]
             for c in partial:
@@ -151,8 +158,6 @@ class VectorizedEngine:
                     grads.setdefault(k, []).append(v[None])
                 aux.append(a[None])
             grads = {k: torch.cat(v) for k, v in grads.items()}
-            idx = torch.as_tensor(active, device=has_buf.device)
-            whole = len(active) == n and (active == np.arange(n)).all()
             self._sgd(params, momentum, has_buf, grads, None if whole else idx, lr)
             stats.index_add_(0, idx, torch.cat(aux))
         return params, [{k: v[i].clone() for k, v in momentum.items()} for i in range(n)], stats.cpu()
