@@ -297,6 +297,15 @@ def table1_claims(df, pairs) -> pd.DataFrame:
     return claims(items)
 
 
+def _ablation_columns(row: dict, paper_by_partition: dict, paper_label: str, df, ds, n, method) -> dict:
+    """Adds, per ablation partition, the paper's value and ours ("mean(std)") side by side to row."""
+    for part in ABLATION_PARTITIONS:
+        pn = paper.PARTITION_NAMES[part]
+        row[f"{pn}: {paper_label}"] = paper_by_partition[part]
+        row[f"{pn}: this run"] = _acc(df, ds, n, method, part)[1]
+    return row
+
+
 # ---------------------------------------------------------------------- Table 2 / Figure 6
 def table2(df, ds, n) -> pd.DataFrame:
     pl = paper.label(*paper.TABLE2_DATASET)
@@ -305,11 +314,7 @@ def table2(df, ds, n) -> pd.DataFrame:
         name = key if isinstance(key, str) else TABLE2_VARIANTS[key]
         row = {"method": name, "fine-tune": "N/A" if isinstance(key, str) else ("yes" if key[0] else "no"),
                "global pseudo-labels": "N/A" if isinstance(key, str) else ("yes" if key[1] else "no")}
-        for part in ABLATION_PARTITIONS:
-            pn = paper.PARTITION_NAMES[part]
-            row[f"{pn}: {pl}"] = paper.TABLE2[key][part]
-            row[f"{pn}: this run"] = _acc(df, ds, n, name, part)[1]
-        rows.append(row)
+        rows.append(_ablation_columns(row, paper.TABLE2[key], pl, df, ds, n, name))
     return pd.DataFrame(rows)
 
 
@@ -402,11 +407,7 @@ def table5(df, p, ds, n) -> pd.DataFrame:
     for (e, bg, mx), key in zip(table5_rows(p, ds, n), paper.TABLE5):
         label = f"E={e:g}, beta_g={bg:g}, mixup={'yes' if mx else 'no'}"
         row = {"E (paper)": key[0], "E (this run)": e, "beta_g": bg, "mixup": "yes" if mx else "no"}
-        for part in ABLATION_PARTITIONS:
-            pn = paper.PARTITION_NAMES[part]
-            row[f"{pn}: {pl}"] = paper.TABLE5[key][part]
-            row[f"{pn}: this run"] = _acc(df, ds, n, label, part)[1]
-        rows.append(row)
+        rows.append(_ablation_columns(row, paper.TABLE5[key], pl, df, ds, n, label))
     return pd.DataFrame(rows)
 
 
