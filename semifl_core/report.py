@@ -57,7 +57,7 @@ def describe(profile_name: str, pairs, device: str = "auto", seeds=(0,), rounds=
 def run_all(configs: dict, seeds, results_dir, device="auto", data_root=None) -> pd.DataFrame:
     """Run every {label: Config} for every seed (complete runs are reused) with one progress bar.
     Returns a tidy DataFrame: one row per (label, seed) with the config's main fields and the run summary."""
-    from tqdm.auto import tqdm
+    from tqdm import tqdm  # text bars: they render in committed notebooks (no widgets needed)
 
     from .run import run
     jobs = [(label, cfg.replace(seed=s)) for label, cfg in configs.items() for s in seeds]

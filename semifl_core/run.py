@@ -342,6 +342,6 @@ def _restore_handlers(old: dict) -> None:
 def _progress(rounds, done, cfg, show):
     if not show:
         return rounds
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
     return tqdm(rounds, initial=done, total=cfg.rounds, desc=f"{cfg.algorithm} {cfg.dataset} {cfg.partition}",
                 unit="round", leave=False)
