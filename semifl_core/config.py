@@ -191,7 +191,8 @@ class Config:
         return dataclasses.replace(self, **changes).validate()
 
 
-# Fields that change how a run executes but not its numbers (they are left out of the run key).
+# Fields that change how a run executes, not the algorithm (left out of the run key, like the device: the
+# numbers differ only by float rounding, amplified by training to seed-noise level; see BENCHMARKS.md).
 EXECUTION_FIELDS = ("engine",)
 FEDAVG_FIXMATCH = dict(finetune=False, global_pseudo_labels=False, mix_loss=False)
 
