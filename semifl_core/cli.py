@@ -106,7 +106,7 @@ def main(argv=None) -> int:
 
 
 def _line(alg: str, s: dict) -> str:
-    reused = " (reused)" if s.get("reused") else f" ({s['wall_time_s']:.0f} s)"
+    reused = f" (reused: trained by the {s.get('engine')} engine)" if s.get("reused") else f" ({s['wall_time_s']:.0f} s)"
     return (f"{alg:>22}: final-round accuracy {s['final_acc']:.2f}%, best round {s['best_round']} "
             f"{s['best_acc']:.2f}%{reused} -> {s['path']}")
 

@@ -234,8 +234,9 @@ def run(cfg: Config, results_dir="results", device="auto", data_root=None, progr
     cfg = cfg.validate()
     info = results.open_run(results_dir, cfg)
     path = info.path
-    if info.state == "complete":
-        return {**info.summary, "path": str(path), "reused": True}
+    if info.state == "complete":   # possibly trained by the other engine: equal up to float rounding (engine.py)
+        ran = info.summary.get("engine") or (info.config or {}).get("config", {}).get("engine")
+        return {**info.summary, "engine": ran, "path": str(path), "reused": True}
     device = pick_device(device)
     data = data if data is not None else get_data(cfg.dataset, data_root, device)
     exp = Experiment(cfg, data, device)
@@ -296,6 +297,7 @@ def finish(exp: Experiment, st: State, path: Path, wall: float) -> dict:
                 "best_acc_train_sbn: that model re-evaluated with sBN statistics from the whole training set.",
         "wall_time_s": wall,
         "device": str(exp.device),
+        "engine": cfg.resolved_engine,
         "version": __version__,
         "checksums": {name: results.sha256(path / name) for name in ("metrics.csv", "model.pt")},
     }

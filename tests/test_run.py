@@ -194,6 +194,14 @@ def test_complete_runs_are_reused_and_tampering_is_detected(tmp_path):
     assert results.remove_incomplete(tmp_path) and results.list_runs(tmp_path).empty
 
 
+def test_a_run_of_the_other_engine_is_reused_and_says_which_engine_trained_it(tmp_path):
+    cfg = profile("smoke", rounds=1)
+    first = _run(cfg.replace(engine="sequential"), tmp_path)
+    again = _run(cfg.replace(engine="vectorized"), tmp_path)
+    assert first["engine"] == "sequential" and not first["reused"]
+    assert again["reused"] and again["path"] == first["path"] and again["engine"] == "sequential"
+
+
 def test_a_directory_of_another_config_is_refused(tmp_path):
     cfg = profile("smoke", rounds=2)
     path = results.run_dir(tmp_path, cfg)
