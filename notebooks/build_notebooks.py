@@ -45,6 +45,25 @@ def run_cell(builder):
             "print(report.runs_summary(df))")
 
 
+def table_cells(builder, table_call, claims_call):
+    """Runs, the table per (dataset, N_S) pair, the claims: the cells of Tables 1, 2 and 3."""
+    return [run_cell(builder), CHECK + f"for ds, n in pairs:\n    display(report.{table_call})",
+            CHECK + f"report.{claims_call}"]
+
+
+def curves_cell(title, name, baselines=None):
+    """Test accuracy per round, one panel per partition, saved as figures_dir/<name> (a Python expression);
+    `baselines`: the partitions whose panels also show the centralized baselines."""
+    v = "cb" if baselines else "c"
+    return ("c = report.curves(df)\n"
+            + (f"cb = report.with_baselines(c, {baselines})\n" if baselines else "")
+            + "for ds, n in pairs:\n"
+            f"    d = {v}[({v}.dataset == ds) & ({v}.num_supervised == n)]\n"
+            "    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)', "
+            f"title=f'{title} ({{paper.DATASET_NAMES.get(ds, ds)}}, N_S={{n}}, profile {{profile}})')\n"
+            f"    print(report.save_figure(g, figures_dir, {name}))\n    plt.show()")
+
+
 NOTEBOOKS = {
     "table1": dict(
         title="Table 1: SemiFL against the baselines, SSL and SSFL methods",
@@ -52,17 +71,13 @@ NOTEBOOKS = {
               "Dir(0.3), IID), SemiFL, FedAvg + FixMatch and supervised FedAvg with sBN (the paper's HeteroFL row). "
               "The SSL rows and FedMatch / FedRGD are **the paper's numbers only** (not run here). Accuracy is the "
               "best round's test accuracy (as the paper reports), mean(population std) over seeds.",
-        cells=[run_cell("table1_configs"),
-               CHECK + "for ds, n in pairs:\n    display(report.table1(df, ds, n))",
-               CHECK + "report.table1_claims(df, pairs)"]),
+        cells=table_cells("table1_configs", "table1(df, ds, n)", "table1_claims(df, pairs)")),
     "table2": dict(
         title="Table 2: ablation of alternate training (fine-tune x global pseudo-labels)",
         intro="Four combinations of *fine-tune the global model with labeled data* and *generate pseudo-labels with "
               "the global model*, under Non-IID K=2 and IID. Both off is FedAvg + FixMatch (parallel averaging, "
               "per-batch pseudo-labels, no mix loss) as in the paper; both on is SemiFL (Table 1's runs, reused).",
-        cells=[run_cell("table2_configs"),
-               CHECK + "for ds, n in pairs:\n    display(report.table2(df, ds, n))",
-               CHECK + "report.table2_claims(df, pairs)"]),
+        cells=table_cells("table2_configs", "table2(df, ds, n)", "table2_claims(df, pairs)")),
     "figure6": dict(
         title="Figure 6: quality of pseudo-labeling for the Table 2 variants",
         intro="Pseudo Accuracy (accuracy of all pseudo-labels), Threshold Accuracy (accuracy of those above the "
@@ -79,9 +94,7 @@ NOTEBOOKS = {
         title="Table 3: sBN statistics from the server only vs from server and clients",
         intro="SemiFL with static batch-norm statistics computed from the server's labeled data only, or from the "
               "server and all clients, under Non-IID K=2 and IID.",
-        cells=[run_cell("table3_configs"),
-               CHECK + "for ds, n in pairs:\n    display(report.table3(df, ds, n))",
-               CHECK + "report.table3_claims(df, pairs)"]),
+        cells=table_cells("table3_configs", "table3(df, ds, n)", "table3_claims(df, pairs)")),
     "table5": dict(
         title="Table 5 and Figure 9: local epochs E, global momentum beta_g, mix loss",
         intro="The paper compares E=1 with its E=5; here the reduced E is the profile's E divided by 5. "
@@ -89,14 +102,7 @@ NOTEBOOKS = {
               "The learning curves are Figure 9.",
         cells=[run_cell("table5_configs"),
                CHECK + "for ds, n in pairs:\n    display(report.table5(df, profile, ds, n))",
-               "c = report.curves(df, keep=('label', 'method', 'seed', 'partition', 'dataset', 'num_supervised', "
-               "'algorithm'))\n"
-               "for ds, n in pairs:\n"
-               "    d = c[(c.dataset == ds) & (c.num_supervised == n)]\n"
-               "    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)', "
-               "title=f'Figure 9 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')\n"
-               "    name = 'table5_curves' if len(pairs) == 1 else f'table5_curves_{ds}_{n}'\n"
-               "    print(report.save_figure(g, figures_dir, name))\n    plt.show()",
+               curves_cell("Figure 9", "'table5_curves' if len(pairs) == 1 else f'table5_curves_{ds}_{n}'"),
                CHECK + "report.table5_claims(df, profile, pairs)"]),
     "figure2": dict(
         title="Figure 2: a vanilla combination of FedAvg and FixMatch",
@@ -106,29 +112,15 @@ NOTEBOOKS = {
         cells=[run_cell("figure2_configs"),
                CHECK + "final = df.groupby(['pair', 'method', 'partition']).best_acc.agg(report.mean_std).unstack()\n"
                "final.loc[:, ['iid', 'non-iid-l-2']]",
-               "c = report.curves(df, keep=('label', 'method', 'seed', 'partition', 'dataset', 'num_supervised', "
-               "'algorithm'))\n"
-               "c = report.with_baselines(c, report.ABLATION_PARTITIONS)\n"
-               "for ds, n in pairs:\n"
-               "    d = c[(c.dataset == ds) & (c.num_supervised == n)]\n"
-               "    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)', "
-               "title=f'Figure 2 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')\n"
-               "    name = 'figure2' if len(pairs) == 1 else f'figure2_{ds}_{n}'\n"
-               "    print(report.save_figure(g, figures_dir, name))\n    plt.show()",
+               curves_cell("Figure 2", "'figure2' if len(pairs) == 1 else f'figure2_{ds}_{n}'",
+                           baselines="report.ABLATION_PARTITIONS"),
                CHECK + "report.figure2_claims(df, pairs)"]),
     "learning_curves": dict(
         title="Figures 5, 7, 8: learning curves per partition",
         intro="Test accuracy per round of Table 1's runs (reused), one panel per partition; the centralized "
               "baselines are drawn in every panel. The paper's Figures 5, 7 and 8 show CIFAR-10, SVHN and CIFAR-100.",
         cells=[run_cell("table1_configs"),
-               "c = report.curves(df, keep=('label', 'method', 'seed', 'partition', 'dataset', 'num_supervised', "
-               "'algorithm'))\n"
-               "cb = report.with_baselines(c, paper.PARTITIONS)\n"
-               "for ds, n in pairs:\n"
-               "    d = cb[(cb.dataset == ds) & (cb.num_supervised == n)]\n"
-               "    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)', "
-               "title=f'Learning curves ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')\n"
-               "    print(report.save_figure(g, figures_dir, f'learning_curves_{ds}_{n}'))\n    plt.show()",
+               curves_cell("Learning curves", "f'learning_curves_{ds}_{n}'", baselines="paper.PARTITIONS"),
                CHECK + "report.learning_curve_claims(df, c, pairs)"]),
     "table4": dict(
         title="Table 4: hyperparameters",

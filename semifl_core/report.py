@@ -79,7 +79,8 @@ def runs_summary(df: pd.DataFrame) -> str:
     return f"{len(df)} runs: {int((~df.reused).sum())} new, {int(df.reused.sum())} reused from the results store"
 
 
-def curves(df: pd.DataFrame, keep=("label", "seed", "partition", "dataset", "num_supervised", "algorithm")) -> pd.DataFrame:
+def curves(df: pd.DataFrame,
+           keep=("label", "method", "seed", "partition", "dataset", "num_supervised", "algorithm")) -> pd.DataFrame:
     """Per-round metrics of every run in df (run_all's output), with df's identifying columns added."""
     parts = []
     for _, row in df.iterrows():
@@ -97,21 +98,6 @@ def mean_std(values) -> str:
     if len(v) == 0:
         return "n/a"
     return f"{v.mean():.1f}({v.std(ddof=0):.1f})"
-
-
-def mean(df: pd.DataFrame, metric: str = "best_acc", **where) -> float:
-    """Mean of a metric over the rows matching where (column=value)."""
-    sel = df
-    for k, v in where.items():
-        sel = sel[sel[k] == v]
-    return float(sel[metric].mean()) if len(sel) else math.nan
-
-
-def formatted(df: pd.DataFrame, metric: str = "best_acc", **where) -> str:
-    sel = df
-    for k, v in where.items():
-        sel = sel[sel[k] == v]
-    return mean_std(sel[metric].tolist())
 
 
 def side_by_side(rows: list[dict], paper_label: str, ours_label: str = "this run") -> pd.DataFrame:
@@ -160,6 +146,7 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
 # Configs are built here once, so that notebooks share runs (same config -> same run directory -> reused).
 P = paper.PARTITIONS
 ABLATION_PARTITIONS = ("non-iid-l-2", "iid")
+BASELINES = ("Fully Supervised", "Partially Supervised")   # centralized: one run serves every partition
 TABLE2_VARIANTS = {(False, False): "FedAvg + FixMatch", (False, True): "SemiFL: global pseudo-labels only",
                    (True, False): "SemiFL: fine-tune only", (True, True): "SemiFL (fine-tune + global)"}
 
@@ -239,7 +226,7 @@ def _sel(df, ds, n, **where):
 
 def _acc(df, ds, n, method, part=None, metric="best_acc"):
     sel = _sel(df, ds, n, method=method)
-    if part is not None and method not in ("Fully Supervised", "Partially Supervised"):
+    if part is not None and method not in BASELINES:
         sel = sel[sel.partition == part]
     return float(sel[metric].mean()) if len(sel) else math.nan, mean_std(sel[metric].tolist())
 
@@ -252,7 +239,7 @@ def _prefix(pairs, ds, n):
 def table1(df, ds, n) -> pd.DataFrame:
     pds, pn = paper.paper_column_for(ds, n)
     rows = [{"group": "Baseline", "method": m, "paper": paper.table1(m, None, pds, pn), "ours": _acc(df, ds, n, m)[1]}
-            for m in ("Fully Supervised", "Partially Supervised")]
+            for m in BASELINES]
     rows += [{"group": "SSL (centralized; paper only, not run)", "method": m, "paper": paper.table1(m, None, pds, pn),
               "ours": "not run"} for m in paper.TABLE1_SSL]
     for part in P:
@@ -310,7 +297,7 @@ def _ablation_columns(row: dict, paper_by_partition: dict, paper_label: str, df,
 def table2(df, ds, n) -> pd.DataFrame:
     pl = paper.label(*paper.TABLE2_DATASET)
     rows = []
-    for key in ["Fully Supervised", "Partially Supervised", *TABLE2_VARIANTS]:
+    for key in [*BASELINES, *TABLE2_VARIANTS]:
         name = key if isinstance(key, str) else TABLE2_VARIANTS[key]
         row = {"method": name, "fine-tune": "N/A" if isinstance(key, str) else ("yes" if key[0] else "no"),
                "global pseudo-labels": "N/A" if isinstance(key, str) else ("yes" if key[1] else "no")}
@@ -346,7 +333,7 @@ PSEUDO_METRICS = {"pseudo_acc": "Pseudo Accuracy", "threshold_acc": "Threshold A
 def pseudo_label_curves(df) -> pd.DataFrame:
     """Long per-round pseudo-label quality of the Table 2 variants (no baselines)."""
     runs = df[df.method.isin(list(TABLE2_VARIANTS.values()))]
-    c = curves(runs, keep=("label", "method", "seed", "partition", "dataset", "num_supervised", "algorithm"))
+    c = curves(runs)
     long = c.melt(id_vars=["round", "method", "seed", "partition", "dataset", "num_supervised"],
                   value_vars=[m for m in PSEUDO_METRICS if m in c.columns], var_name="metric", value_name="value")
     long["metric"] = long.metric.map(PSEUDO_METRICS)
@@ -454,8 +441,8 @@ def figure2_claims(df, pairs) -> pd.DataFrame:
 
 def with_baselines(c: pd.DataFrame, partitions) -> pd.DataFrame:
     """Copy the centralized baselines' curves into every partition panel."""
-    base = c[c.method.isin(["Fully Supervised", "Partially Supervised"])]
-    fed = c[~c.method.isin(["Fully Supervised", "Partially Supervised"])]
+    is_base = c.method.isin(BASELINES)
+    base, fed = c[is_base], c[~is_base]
     return pd.concat([fed] + [base.assign(partition=p) for p in partitions], ignore_index=True)
 
 
@@ -498,6 +485,11 @@ def _paper_table4(ds, n, fld):
     return paper.TABLE4_COMMON[fld]
 
 
+def _profile_table4(cfg, fld):
+    v = getattr(cfg, fld)
+    return ARCH.get(v, v) if fld == "model" else v
+
+
 def _same(a, b) -> bool:
     try:
         return float(a) == float(b)
@@ -510,9 +502,7 @@ def table4(pairs, profile_name="paper") -> pd.DataFrame:
     for name, fld in TABLE4_FIELDS:
         row = {"hyperparameter": name}
         for ds, n in pairs:
-            cfg = profile(profile_name, ds, num_supervised=n)
-            v = getattr(cfg, fld)
-            v = ARCH.get(v, v) if fld == "model" else v
+            v = _profile_table4(profile(profile_name, ds, num_supervised=n), fld)
             col = f"{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}"
             row[f"{col}: paper"] = _paper_table4(ds, n, fld)
             row[f"{col}: profile('{profile_name}')"] = v
@@ -529,8 +519,7 @@ def table4_claims(pairs) -> pd.DataFrame:
         cfg = profile("paper", ds, num_supervised=n)
         diffs = []
         for name, fld in TABLE4_FIELDS:
-            v = getattr(cfg, fld)
-            v = ARCH.get(v, v) if fld == "model" else v
+            v = _profile_table4(cfg, fld)
             if not _same(v, _paper_table4(ds, n, fld)):
                 diffs.append(f"{name}: {v} vs paper {_paper_table4(ds, n, fld)}")
         items.append((f"profile('paper') for {paper.DATASET_NAMES.get(ds, ds)}, N_S={n} has Table 4's hyperparameters",
