@@ -15,6 +15,9 @@ sbn_source             Table 3 sBN statistics ("server" or "all")
 local_epochs           Table 5 E (fractional = that fraction of an epoch)
 global_momentum        Table 5 beta_g
 partition              Table 1 columns (iid, non-iid-l-K, dir-ALPHA)
+round_order            Algorithm 1 ("paper": fine-tune first, once more after the last
+                       round) vs the authors' code ("code": fine-tune at the end of
+                       each round)
 =====================  ===========================================================
 """
 from __future__ import annotations
@@ -32,7 +35,7 @@ NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "svhn": 10, "fashionmnist": 10, "
 TRAIN_SIZE = {"cifar10": 50000, "cifar100": 50000, "svhn": 73257, "fashionmnist": 60000, "mnist": 60000,
               "synthetic": 2000}
 ALGORITHMS = ("semifl", "fedavg-fixmatch", "partially-supervised", "fully-supervised", "fedavg-supervised")
-MODELS = ("wrn28x2", "wrn28x8", "cnn")
+MODELS = ("wrn28x2", "wrn28x8", "cnn", "cnn-w2")
 NORMS = ("sbn", "gn", "bn")
 ENGINES = ("auto", "vectorized", "sequential")
 STRONG_AUGS = ("semifl", "fixmatch")
@@ -78,11 +81,14 @@ class Config:
     global_momentum: float = 0.5         # beta_g, server SGD (lr 1) on the pseudo-gradient
     # static batch norm
     sbn_source: str = "all"              # all: server + every client's data (authors') | server
+    round_order: str = "code"            # code: fine-tune at the end of a round (authors') | paper: Algorithm 1
     # augmentation
     strong_aug: str = "semifl"           # semifl: the authors' RandAugment variant | fixmatch
-    # execution (do not change results)
-    engine: str = "auto"
+    # measurement
     eval_every: int = 1
+    diagnostics: bool = False            # also evaluate each client model, the average, the aggregate (run.py)
+    # execution (does not change results)
+    engine: str = "auto"                 # auto: vectorized on a GPU, sequential on a CPU (faster there, BENCHMARKS.md)
 
     # ------------------------------------------------------------------ derived
     @property
@@ -111,11 +117,11 @@ class Config:
                 pass
         raise ConfigError(f"partition={self.partition!r}: allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
 
-    @property
-    def resolved_engine(self) -> str:
+    def resolved_engine(self, device_type: str) -> str:
+        """The engine that runs on a device of this type: on a CPU the sequential engine is faster (BENCHMARKS.md)."""
         if self.engine != "auto":
             return self.engine
-        return "sequential" if self.norm == "bn" else "vectorized"
+        return "vectorized" if device_type == "cuda" and self.norm != "bn" else "sequential"
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "Config":
@@ -124,7 +130,8 @@ class Config:
 
         for name, choices in (("algorithm", ALGORITHMS), ("dataset", DATASETS), ("model", MODELS),
                               ("norm", NORMS), ("engine", ENGINES), ("strong_aug", STRONG_AUGS),
-                              ("sbn_source", ("all", "server")), ("client_momentum", ("keep", "reset"))):
+                              ("sbn_source", ("all", "server")), ("client_momentum", ("keep", "reset")),
+                              ("round_order", ("code", "paper"))):
             if getattr(self, name) not in choices:
                 close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -168,7 +175,7 @@ class Config:
         for name in ("momentum", "global_momentum"):
             if getattr(self, name) >= 1:
                 bad(name, "must be < 1")
-        if self.resolved_engine == "vectorized" and self.norm == "bn":
+        if self.engine == "vectorized" and self.norm == "bn":
             bad("engine", "the vectorized engine needs norm 'sbn' or 'gn' (plain BN keeps running buffers); "
                           "use engine=sequential")
         if self.algorithm == "fedavg-fixmatch" and (self.finetune or self.global_pseudo_labels or self.mix_loss):
@@ -181,11 +188,13 @@ class Config:
         return dataclasses.asdict(self)
 
     def key(self) -> str:
-        """Hash of everything that changes results (not execution-only fields)."""
-        from . import __version__
-        d = {k: v for k, v in self.to_dict().items() if k not in EXECUTION_FIELDS}
-        d["version"] = __version__
-        return hashlib.sha256(json.dumps(d, sort_keys=True).encode()).hexdigest()[:12]
+        """Hash of everything that changes results: not execution-only fields, not the package version (a release
+        must not orphan every run; config.json records the version that trained a run)."""
+        return hashlib.sha256(json.dumps(result_fields(self.to_dict()), sort_keys=True).encode()).hexdigest()[:12]
+
+    def reads(self, name: str) -> bool:
+        """Whether this config's algorithm reads field `name` (the centralized baselines ignore the federation)."""
+        return name not in UNUSED_FIELDS.get(self.algorithm, ())
 
     def replace(self, **changes) -> "Config":
         return dataclasses.replace(self, **changes).validate()
@@ -194,6 +203,26 @@ class Config:
 # Fields that change how a run executes, not the algorithm (left out of the run key, like the device: the
 # numbers differ only by float rounding, amplified by training to seed-noise level; see BENCHMARKS.md).
 EXECUTION_FIELDS = ("engine",)
+# Switches added after runs were committed, with the value that reproduces the behaviour from before they existed:
+# at that value they are left out of the run key (and a stored config without them has that value), so adding a
+# switch never orphans the committed runs.
+LATER_FIELDS = {"round_order": "code", "diagnostics": False}
+
+
+# Fields an algorithm never reads: left out of its run key, so one run of a centralized baseline serves every
+# partition (and, for Fully Supervised, every N_S: it trains on the whole training set).
+_FEDERATION = ("partition", "num_clients", "active_rate", "local_epochs", "client_batch", "threshold", "mixup_alpha",
+               "mix_loss", "global_pseudo_labels", "client_momentum", "finetune", "global_momentum", "sbn_source",
+               "round_order", "strong_aug")
+UNUSED_FIELDS = {"partially-supervised": _FEDERATION, "fully-supervised": (*_FEDERATION, "num_supervised")}
+
+
+def result_fields(config: dict) -> dict:
+    """The fields of a config dict (possibly stored by an older version) that decide its results."""
+    full = {**LATER_FIELDS, **config}
+    unused = UNUSED_FIELDS.get(full.get("algorithm"), ())
+    return {k: v for k, v in full.items() if k not in EXECUTION_FIELDS and k not in unused
+            and not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
 FEDAVG_FIXMATCH = dict(finetune=False, global_pseudo_labels=False, mix_loss=False)
 
 
@@ -232,9 +261,13 @@ PAPER_NUM_SUPERVISED = {"cifar10": (250, 4000), "svhn": (250, 1000), "cifar100":
 PAPER = dict(num_clients=100, active_rate=0.1, rounds=800, local_epochs=5.0, client_batch=10, server_epochs=5.0,
              lr=0.03, momentum=0.9, weight_decay=5e-4, nesterov=True, global_momentum=0.5, threshold=0.95,
              mixup_alpha=0.75, sbn_source="all", norm="sbn", strong_aug="semifl")
-# CPU-sized: a small CNN on 28x28 images, one local epoch, sBN from server data only (the paper's practical
-# choice, Appendix B), so that one run is about 3 minutes on 2 cores and still shows SemiFL's effect.
-SMALL = dict(model="cnn", num_supervised=250, num_clients=100, active_rate=0.1, rounds=40, local_epochs=1.0,
+# CPU-sized (Fashion-MNIST, small CNN): every algorithmic value of Table 4 (tau, E=5 client and server epochs,
+# batches 10/10, lr 0.03 cosine, momentum, Nesterov, weight decay, beta_g, mixup a, M=100, C=0.1, fix+mix); only
+# the knobs that the paper's scale fixes and a CPU cannot are changed: N_S, the model, the rounds, the evaluation
+# cadence, and sBN statistics from the server's data (Appendix B's practical choice; Table 3 finds it equal).
+# N_S and the rounds are chosen by the rule in README.md ("The small profile"), from the supervised baselines and
+# the CPU budget only.
+SMALL = dict(model="cnn", num_supervised=250, num_clients=100, active_rate=0.1, rounds=40, local_epochs=5.0,
              client_batch=10, server_batch=10, server_epochs=5.0, sbn_source="server", dataset="fashionmnist")
 # Seconds: for tests and CI.
 SMOKE = dict(dataset="synthetic", model="cnn", num_supervised=100, num_clients=10, active_rate=0.3, rounds=2,

@@ -71,7 +71,9 @@ class SequentialEngine:
     def __init__(self, cfg, mean, std):
         self.cfg, self.mean, self.std = cfg, mean, std
 
-    def train(self, model: torch.nn.Module, tasks: list[Task], lr: float, states: list[dict | None]):
+    def train(self, model: torch.nn.Module, tasks: list[Task], lr: float, states: list[dict | None],
+              losses: list | None = None):
+        """Train each task from model's weights; `losses`, if given, receives every step's loss (floats)."""
         start = {k: v.detach().clone() for k, v in model.state_dict().items()}
         names = [n for n, _ in model.named_parameters()]
         results, new_states, stats = [], [], []
@@ -93,6 +95,8 @@ class SequentialEngine:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), self.cfg.clip_norm)
                 opt.step()
                 task_stats += torch.stack([loss.detach(), *aux]).cpu()
+                if losses is not None:
+                    losses.append(loss.item())
             # plain BN (norm=bn) also carries its running statistics to the average
             results.append({k: v.detach().clone() for k, v in model.state_dict().items()
                             if k in names or k.endswith(("running_mean", "running_var"))})
@@ -222,5 +226,6 @@ def model_inputs_batched(batch: dict, mean, std) -> dict:
     return out
 
 
-def make_engine(cfg, mean, std):
-    return (VectorizedEngine if cfg.resolved_engine == "vectorized" else SequentialEngine)(cfg, mean, std)
+def make_engine(cfg, mean, std, device_type: str):
+    engine = VectorizedEngine if cfg.resolved_engine(device_type) == "vectorized" else SequentialEngine
+    return engine(cfg, mean, std)

@@ -4,6 +4,7 @@ ours, state claims, save figures."""
 from __future__ import annotations
 
 import math
+import os
 import platform
 from pathlib import Path
 
@@ -54,24 +55,74 @@ def describe(profile_name: str, pairs, device: str = "auto", seeds=(0,), rounds=
 
 
 # ---------------------------------------------------------------------- running
-def run_all(configs: dict, seeds, results_dir, device="auto", data_root=None) -> pd.DataFrame:
-    """Run every {label: Config} for every seed (complete runs are reused) with one progress bar.
+def repo_path(name: str, given=None) -> Path:
+    """`given` if set, else <repository>/name: the committed results/ and figures/ (or ./name outside a checkout), so
+    a notebook reads and writes the same folders whether it runs from the repository root or from notebooks/."""
+    if given is not None:
+        return Path(given)
+    root = Path(__file__).resolve().parents[1]
+    return root / name if (root / "pyproject.toml").exists() else Path.cwd() / name
+
+
+def _row(label, cfg, s) -> dict:
+    return {"label": label, "seed": cfg.seed, "algorithm": cfg.algorithm, "dataset": cfg.dataset,
+            "num_supervised": cfg.num_supervised, "partition": cfg.partition, "finetune": cfg.finetune,
+            "global_pseudo_labels": cfg.global_pseudo_labels, "mix_loss": cfg.mix_loss,
+            "local_epochs": cfg.local_epochs, "global_momentum": cfg.global_momentum, "sbn_source": cfg.sbn_source,
+            "rounds": cfg.rounds, "model": cfg.model, "final_acc": s["final_acc"], "best_acc": s["best_acc"],
+            "best_round": s["best_round"], "wall_time_s": s["wall_time_s"], "reused": s["reused"], "path": s["path"]}
+
+
+def _worker_init():
+    import torch
+    torch.set_num_threads(1)   # two 1-thread processes beat one 2-thread process on a CPU (BENCHMARKS.md)
+
+
+def _train(cfg, results_dir, device, data_root) -> dict:
+    from .run import run
+    return run(cfg, results_dir, device=device, data_root=data_root, progress=False)
+
+
+def workers_for(device: str, jobs: int) -> int:
+    """Parallel training processes: one per CPU core (each with one thread) on a CPU, one on a GPU."""
+    from .run import pick_device
+    if pick_device(device).type != "cpu":
+        return 1
+    return max(1, min(os.cpu_count() or 1, jobs))
+
+
+def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=None, workers=None) -> pd.DataFrame:
+    """Run every {label: Config} for every seed with one progress bar: complete runs are reused, the rest train in
+    `workers` processes (default: workers_for(device)), each resuming from its checkpoint if it has one.
     Returns a tidy DataFrame: one row per (label, seed) with the config's main fields and the run summary."""
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+
     from tqdm import tqdm  # text bars: they render in committed notebooks (no widgets needed)
 
-    from .run import run
+    from .results import open_run
+    results_dir = repo_path("results", results_dir)
     jobs = [(label, cfg.replace(seed=s)) for label, cfg in configs.items() for s in seeds]
-    rows = []
-    for label, cfg in tqdm(jobs, desc="runs"):
-        s = run(cfg, results_dir, device=device, data_root=data_root, progress=False)
-        rows.append({"label": label, "seed": cfg.seed, "algorithm": cfg.algorithm, "dataset": cfg.dataset,
-                     "num_supervised": cfg.num_supervised, "partition": cfg.partition, "finetune": cfg.finetune,
-                     "global_pseudo_labels": cfg.global_pseudo_labels, "mix_loss": cfg.mix_loss,
-                     "local_epochs": cfg.local_epochs, "global_momentum": cfg.global_momentum,
-                     "sbn_source": cfg.sbn_source, "final_acc": s["final_acc"], "best_acc": s["best_acc"],
-                     "best_round": s["best_round"], "wall_time_s": s["wall_time_s"], "reused": s["reused"],
-                     "path": s["path"]})
-    return pd.DataFrame(rows)
+    done, todo = {}, []
+    for i, (label, cfg) in enumerate(jobs):
+        info = open_run(results_dir, cfg)
+        if info.state == "complete":
+            done[i] = {**info.summary, "path": str(info.path), "reused": True}
+        else:
+            todo.append(i)
+    n = workers or workers_for(device, len(todo))
+    with tqdm(total=len(jobs), initial=len(done), desc=f"runs ({len(todo)} to train, {n} at a time)") as bar:
+        if n == 1:
+            for i in todo:
+                done[i] = _train(jobs[i][1], results_dir, device, data_root)
+                bar.update()
+        elif todo:
+            with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_worker_init) as pool:
+                futures = {pool.submit(_train, jobs[i][1], results_dir, device, data_root): i for i in todo}
+                for f in as_completed(futures):
+                    done[futures[f]] = f.result()
+                    bar.update()
+    return pd.DataFrame([_row(label, cfg, done[i]) for i, (label, cfg) in enumerate(jobs)])
 
 
 def runs_summary(df: pd.DataFrame) -> str:

@@ -40,9 +40,10 @@ def test_same_config_and_seed_gives_the_same_numbers_and_engines_agree(tmp_path)
         assert torch.equal(v, _weights(b["path"])[k])
     c = _run(profile("smoke", rounds=3, seed=1), tmp_path / "c")
     assert not _metrics(a["path"]).equals(_metrics(c["path"]))
-    seq = _run(cfg.replace(engine="sequential"), tmp_path / "seq")
+    vec = _run(cfg.replace(engine="vectorized"), tmp_path / "vec")   # a CPU runs the sequential engine by default
+    assert a["engine"] == "sequential" and vec["engine"] == "vectorized" and not vec["reused"]
     for k, v in _weights(a["path"]).items():
-        torch.testing.assert_close(_weights(seq["path"])[k], v, atol=1e-4, rtol=1e-3)
+        torch.testing.assert_close(_weights(vec["path"])[k], v, atol=1e-4, rtol=1e-3)
 
 
 def test_semifl_learns_on_synthetic_data(tmp_path):
