@@ -15,12 +15,12 @@ CHECK = "# NBVAL_CHECK_OUTPUT\n"
 
 PARAMETERS = """\
 profile = 'small'          # 'paper' | 'small' | 'smoke'
-seed = 0
-seeds = None               # None -> [seed]; or a list, e.g. [0, 1, 2]
+seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
+seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
 dataset = None             # None -> the profile's PROFILE_GRID datasets
 device = 'auto'
-results_dir = '../results'  # relative to this notebook's folder
-figures_dir = '../figures'
+results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 """
 
@@ -36,7 +36,8 @@ sns.set_theme(style='whitegrid')
 seed_list = report.seeds_of(seed, seeds)
 pairs = report.grid(profile, dataset)
 print(report.describe(profile, pairs, device, seed_list, rounds))
-print('results:', results_dir, '| figures:', figures_dir)
+print('results:', report.shown(report.repo_path('results', results_dir)), '| figures:',
+      report.shown(report.repo_path('figures', figures_dir)))
 """
 
 
@@ -122,6 +123,66 @@ NOTEBOOKS = {
         cells=[run_cell("table1_configs"),
                curves_cell("Learning curves", "f'learning_curves_{ds}_{n}'", baselines="paper.PARTITIONS"),
                CHECK + "report.learning_curve_claims(df, c, pairs)"]),
+    "diagnosis": dict(
+        title="Diagnosis: where does a SemiFL round lose accuracy?",
+        intro="Instrumented SemiFL runs of the profile (N_S=40, four labels per class, where SemiFL fell below "
+              "Partially Supervised, and the profile's N_S): test accuracy of the global model at the start of a "
+              "round, of each client model after local training, of their mean, after global momentum and after the "
+              "server fine-tune; the fine-tune's loss at its first and last step; which classes the fix set holds. "
+              "Then each suspect changed alone (one run per suspect and seed), and the spread that the labeled-set "
+              "draw alone causes (split seeds 0-4, everything else fixed). Rule for a verdict: two results differ "
+              "only when their means differ by more than their two seed spreads (population std) together; "
+              "otherwise *within noise*. Accuracies are final-round test accuracies.",
+        extra_parameters="num_supervised_list = None  # None -> N_S=40 and the profile's N_S\n",
+        cells=["from semifl_core.run import get_data, pick_device\n"
+               "data = get_data(pairs[0][0], None, pick_device(device))\n"
+               "ns_list = num_supervised_list or report.diagnosis_ns(profile, dataset)\n"
+               "df = pd.concat([report.run_all(report.diagnosis_configs(profile, ds, n, rounds), seed_list, results_dir,"
+               " device) for ds, _ in pairs for n in ns_list], ignore_index=True)\n"
+               "print(report.runs_summary(df))",
+               CHECK + "report.stage_table(df)",
+               "long = report.stage_curves(df)\n"
+               "g = sns.relplot(data=long, x='round', y='acc', hue='stage', col='num_supervised', kind='line', "
+               "errorbar='sd', height=3.4, aspect=1.3, facet_kws=dict(sharey=False))\n"
+               "g.set_axis_labels('round', 'test accuracy (%)')\n"
+               "print(report.save_figure(g, figures_dir, f'diagnosis_stages_{pairs[0][0]}'))\nplt.show()",
+               CHECK + "report.class_table(df, data.class_names)",
+               CHECK + "pd.concat([report.suspects_table(df, n) for n in ns_list], ignore_index=True)",
+               "splits = pd.concat([report.run_all(report.split_configs(profile, ds, n, rounds), seed_list[:1], "
+               "results_dir, device) for ds, _ in pairs for n in ns_list], ignore_index=True)\n"
+               "print(report.runs_summary(splits))",
+               CHECK + "report.split_table(splits)",
+               "fig, blank = report.augmentation_grid(data)\n"
+               "print(report.save_figure(fig, figures_dir, f'augmentation_{pairs[0][0]}'))\nplt.show()\n"
+               "print({k: f'{v:.1f}% blank' for k, v in blank.items()})",
+               CHECK + "report.diagnosis_findings(df, splits, ns_list)"]),
+    "scale": dict(
+        title="Scale study: where does SemiFL's effect hold?",
+        intro="First the rule that sized the `small` profile and the measurements it used (supervised baselines and "
+              "the CPU budget only; fixed before SemiFL ran on the profile). Then SemiFL - Partially Supervised and "
+              "the fraction of the Partially -> Fully Supervised gap that SemiFL closes, varying one factor at a "
+              "time around the profile: N_S, client epochs E, rounds, model width. The paper's points (CIFAR-10, "
+              "SVHN, CIFAR-100; WResNets, 800 rounds) are drawn beside, labeled as the paper's.",
+        cells=["# The rule (README, 'The small profile'): (1) E_F = the shortest Fully Supervised training (10/20/40 "
+               "epochs)\n# within 0.5 points of twice as long; (2) rounds R = the smallest multiple of 10 with "
+               "R*C*N_U*E >= E_F*N;\n# (3) N_S = the largest of 40/100/250/1000 with Fully - Partially Supervised >= "
+               "15 points (3 seeds);\n# (4) check: one SemiFL run <= about 10 minutes on 2 cores.\n"
+               "ds = pairs[0][0]\n"
+               "fsl = report.run_all(report.fsl_sizing_configs(profile, ds), seed_list[:2], results_dir, device)\n"
+               "plateau, fsl_epochs = report.fsl_plateau(fsl)\ndisplay(plateau)\n"
+               "print('rule (1): E_F =', fsl_epochs, 'epochs')",
+               CHECK + "cfg = report.make(profile, ds, report.profile(profile, ds).num_supervised, rounds)\n"
+               "r = report.rounds_rule(cfg, fsl_epochs, report.TRAIN_SIZE[ds])\n"
+               "print(f'rule (2): R = {r} rounds; the profile has {cfg.rounds}')",
+               "df = report.run_all(report.scale_configs(profile, ds, cfg.num_supervised, rounds), seed_list, "
+               "results_dir, device)\nprint(report.runs_summary(df))",
+               CHECK + "ns_table, ns = report.ns_rule(df[df.label.str.startswith('N_S=')])\ndisplay(ns_table)\n"
+               "print(f'rule (3): N_S = {ns}; the profile has {cfg.num_supervised}')",
+               CHECK + "report.cost_table(df)",
+               CHECK + "table = report.scale_table(df)\ntable.drop(columns=[c for c in table if c.startswith('_')])",
+               "fig = report.scale_figure(table, cfg)\n"
+               "print(report.save_figure(fig, figures_dir, f'scale_{ds}'))\nplt.show()",
+               CHECK + "report.scale_claims(table, cfg)"]),
     "table4": dict(
         title="Table 4: hyperparameters",
         intro="The `paper` profile rendered for each (dataset, N_S) of the paper, beside the paper's Table 4 (and the "
@@ -137,7 +198,7 @@ def build(name, spec) -> nbformat.NotebookNode:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
-    params = new_code_cell(PARAMETERS)
+    params = new_code_cell(PARAMETERS + spec.get("extra_parameters", ""))
     params.metadata["tags"] = ["parameters"]
     cells = [new_markdown_cell(f"# {spec['title']}\n\n{spec['intro']}\n\nThe paper's numbers are quoted from "
                                "`semifl_core/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/"

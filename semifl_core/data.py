@@ -24,6 +24,9 @@ NORMALIZATION = {
     "fashionmnist": ((0.2860,), (0.3530,)),
     "synthetic": ((0.5, 0.5, 0.5), (0.25, 0.25, 0.25)),
 }
+CLASS_NAMES = {"fashionmnist": ("T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
+                                 "Bag", "Ankle boot"),
+               "cifar10": ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")}
 NO_FLIP = ("svhn", "mnist")  # digits change meaning when mirrored
 DEBIAN_FASHION_MNIST = Path("/usr/share/datasets/fashion-mnist")
 
@@ -48,6 +51,10 @@ class Dataset:
     @property
     def std(self) -> tuple[float, ...]:
         return NORMALIZATION[self.name][1]
+
+    @property
+    def class_names(self) -> tuple[str, ...]:
+        return CLASS_NAMES.get(self.name, tuple(str(k) for k in range(self.num_classes)))
 
     @property
     def flip(self) -> bool:

@@ -12,14 +12,14 @@ import numpy as np
 import pandas as pd
 
 from . import paper
-from .config import PROFILE_GRID, Config, profile
+from .config import PROFILE_GRID, TRAIN_SIZE, Config, profile
 from .results import load_metrics
 
 
 # ---------------------------------------------------------------------- parameters
-def seeds_of(seed: int = 0, seeds=None) -> list[int]:
-    """seeds=None -> [seed] (so `papermill -p seed 2` works); else the list given."""
-    return [int(seed)] if seeds is None else [int(s) for s in seeds]
+def seeds_of(seed=None, seeds=(0, 1, 2)) -> list[int]:
+    """The seeds a notebook runs: [seed] when a single seed is given (`papermill ... -p seed 2`), else `seeds`."""
+    return [int(seed)] if seed is not None else [int(s) for s in seeds]
 
 
 def grid(profile_name: str, dataset=None) -> list[tuple[str, int]]:
@@ -55,13 +55,23 @@ def describe(profile_name: str, pairs, device: str = "auto", seeds=(0,), rounds=
 
 
 # ---------------------------------------------------------------------- running
+REPO = Path(__file__).resolve().parents[1]
+
+
 def repo_path(name: str, given=None) -> Path:
     """`given` if set, else <repository>/name: the committed results/ and figures/ (or ./name outside a checkout), so
     a notebook reads and writes the same folders whether it runs from the repository root or from notebooks/."""
     if given is not None:
         return Path(given)
-    root = Path(__file__).resolve().parents[1]
-    return root / name if (root / "pyproject.toml").exists() else Path.cwd() / name
+    return REPO / name if (REPO / "pyproject.toml").exists() else Path.cwd() / name
+
+
+def shown(path) -> str:
+    """A path as notebooks print it: relative to the repository when inside it (no machine-specific prefix)."""
+    try:
+        return str(Path(path).resolve().relative_to(REPO))
+    except ValueError:
+        return str(path)
 
 
 def _row(label, cfg, s) -> dict:
@@ -167,15 +177,16 @@ def claims(items: list) -> pd.DataFrame:
 
 # ---------------------------------------------------------------------- figures
 def save_figure(fig, figures_dir, name: str) -> list[str]:
-    """Save a matplotlib/seaborn figure as figures_dir/name.png and .pdf; returns the two paths."""
-    d = Path(figures_dir)
+    """Save a matplotlib/seaborn figure as figures_dir/name.png and .pdf (figures_dir None: the repository's
+    figures/); returns the two paths."""
+    d = repo_path("figures", figures_dir)
     d.mkdir(parents=True, exist_ok=True)
     fig = getattr(fig, "figure", fig)   # accepts a seaborn FacetGrid
     paths = []
     for ext in ("png", "pdf"):
         p = d / f"{name}.{ext}"
         fig.savefig(p, bbox_inches="tight", dpi=150 if ext == "png" else None)
-        paths.append(str(p))
+        paths.append(shown(p))
     return paths
 
 
@@ -584,3 +595,358 @@ def profile_differences(profile_name, ds, n) -> pd.DataFrame:
     b = profile(profile_name, ds, num_supervised=n).to_dict()
     return pd.DataFrame([{"field": k, "paper profile (CIFAR-10, N_S=250)": a[k], f"profile('{profile_name}')": b[k]}
                          for k in a if a[k] != b[k]])
+
+
+# ====================================================================== sizing, scale study, diagnosis
+# Fully Supervised trained for 5, 10 and 20 epochs: the rule takes the shortest within 0.5 points of the next.
+FSL_SIZING_EPOCHS = {"small": (5, 10, 20), "paper": (5, 10, 20), "smoke": (1, 2)}
+SCALE_NS = (40, 100, 250, 1000)
+
+
+def fsl_sizing_configs(p, ds) -> dict:
+    base = make(p, ds, profile(p, ds).num_supervised, algorithm="fully-supervised")
+    return {f"Fully Supervised, {e} epochs": base.replace(rounds=e) for e in FSL_SIZING_EPOCHS[p]}
+
+
+def gap_closed(semifl, partial, full) -> float:
+    """The fraction of the Partially -> Fully Supervised gap that SemiFL closes (1 = all of it)."""
+    return (semifl - partial) / (full - partial)
+
+
+def scale_configs(p, ds, n, rounds=None) -> dict:
+    """SemiFL and its supervised references, varying one factor at a time around the profile (N_S, client E,
+    rounds, model). Labels are 'factor=value | method'. Partially Supervised reads N_S, the rounds and the model;
+    Fully Supervised (the whole training set, its own length) only the model."""
+    cfg = make(p, ds, n, rounds)
+    points = [("N_S", m, dict(num_supervised=m)) for m in SCALE_NS]
+    points += [("E", 1.0, dict(local_epochs=1.0)), ("rounds", 5 * cfg.rounds, dict(rounds=5 * cfg.rounds)),
+               ("model", "cnn-w2", dict(model="cnn-w2"))]
+    out = {}
+    for factor, value, over in points:
+        semifl = cfg.replace(**over)
+        key = f"{factor}={value}"
+        out[f"{key} | SemiFL"] = semifl
+        out[f"{key} | Partially Supervised"] = make(p, ds, semifl.num_supervised, semifl.rounds, model=semifl.model,
+                                                    algorithm="partially-supervised")
+        out[f"{key} | Fully Supervised"] = make(p, ds, n, rounds, model=semifl.model, algorithm="fully-supervised")
+    return out
+
+
+def scale_points(df) -> pd.DataFrame:
+    """One row per (point, seed): SemiFL, Partially and Fully Supervised final accuracy, the gain SemiFL - Partially
+    Supervised and the fraction of the gap closed."""
+    d = df.assign(point=df.label.str.split(" | ", regex=False).str[0],
+                  method=df.label.str.split(" | ", regex=False).str[1])
+    wide = d.pivot_table(index=["point", "seed"], columns="method", values="final_acc", sort=False).reset_index()
+    wide["gain"] = wide["SemiFL"] - wide["Partially Supervised"]
+    wide["closed"] = gap_closed(wide["SemiFL"], wide["Partially Supervised"], wide["Fully Supervised"])
+    return wide
+
+
+def scale_table(df) -> pd.DataFrame:
+    """Per point: SemiFL, Partially and Fully Supervised (final round, mean(std) over seeds, n), the gain
+    SemiFL - Partially Supervised and the fraction of the gap closed (computed seed by seed), with the verdict of
+    the gain against zero by `differs` (is the gain outside its seeds' spread?)."""
+    rows = []
+    for point, g in scale_points(df).groupby("point", sort=False):
+        rows.append({"point": point, "n": len(g), "Fully Supervised": mean_std(g["Fully Supervised"]),
+                     "Partially Supervised": mean_std(g["Partially Supervised"]), "SemiFL": mean_std(g["SemiFL"]),
+                     "SemiFL - Partially": mean_std(g["gain"]), "gap closed (%)": mean_std(100 * g["closed"]),
+                     "gain": verdict(g["SemiFL"], g["Partially Supervised"]),
+                     "_gain": g["gain"].to_numpy(), "_closed": g["closed"].to_numpy()})
+    return pd.DataFrame(rows)
+
+
+def paper_gap_points() -> pd.DataFrame:
+    """The paper's Table 1 as (dataset, N_S, partition, gain, fraction of the gap closed), means as printed."""
+    rows = []
+    for ds, n in paper.TABLE1_COLUMNS:
+        full = paper.value(paper.table1("Fully Supervised", None, ds, n))
+        part = paper.value(paper.table1("Partially Supervised", None, ds, n))
+        for p in paper.PARTITIONS:
+            semi = paper.value(paper.table1("SemiFL", p, ds, n))
+            rows.append({"dataset": paper.DATASET_NAMES[ds], "num_supervised": n, "partition": p,
+                         "gain": semi - part, "closed": gap_closed(semi, part, full)})
+    return pd.DataFrame(rows)
+
+
+def scale_figure(table, cfg):
+    """Left: our gain SemiFL - Partially Supervised per point (mean and seed std). Right: the fraction of the gap
+    closed, ours per point and the paper's per (dataset, N_S) under IID and Non-IID K=2."""
+    import matplotlib.pyplot as plt
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw=dict(width_ratios=[1, 1.4]))
+    x = np.arange(len(table))
+    for ax, col, scale in ((a, "_gain", 1), (b, "_closed", 100)):
+        ax.errorbar(x, [scale * v.mean() for v in table[col]], yerr=[scale * v.std() for v in table[col]], fmt="o",
+                    capsize=3, label=f"ours ({paper.DATASET_NAMES.get(cfg.dataset, cfg.dataset)}, {cfg.model})")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xticks(x, table.point, rotation=30, ha="right")
+    paper_pts = paper_gap_points()
+    for i, part in enumerate(("iid", "non-iid-l-2")):
+        pp = paper_pts[paper_pts.partition == part]
+        xs = len(table) + 0.5 + np.arange(len(pp)) + i * 0.15
+        b.scatter(xs, 100 * pp.closed, marker="s" if part == "iid" else "^",
+                  label=f"paper, {paper.PARTITION_NAMES[part]}")
+    ticks = [f"paper {d} {n}" for d, n in zip(paper_pts[paper_pts.partition == "iid"].dataset,
+                                               paper_pts[paper_pts.partition == "iid"].num_supervised)]
+    b.set_xticks(np.r_[x, len(table) + 0.5 + np.arange(len(ticks))], [*table.point, *ticks], rotation=30, ha="right")
+    a.set_ylabel("SemiFL - Partially Supervised (points)")
+    b.set_ylabel("gap closed (%)")
+    b.legend(fontsize=8)
+    a.set_title(f"our gain (final round; seeds: mean and std)")
+    b.set_title("fraction of the Partially -> Fully Supervised gap that SemiFL closes")
+    fig.tight_layout()
+    return fig
+
+
+def scale_claims(table, cfg) -> pd.DataFrame:
+    """What the study shows, each by the `differs` rule on the seeds."""
+    t = table.set_index("point")
+    prof = f"N_S={cfg.num_supervised}"
+    g = lambda k: t.loc[k, "_gain"] if k in t.index else np.array([])
+    items = [(f"At the profile ({prof}, IID) SemiFL is above Partially Supervised outside the seeds' spread",
+              t.loc[prof, "gain"] == "higher", f"gain {t.loc[prof, 'SemiFL - Partially']}, n={t.loc[prof, 'n']}"),
+             (f"At the profile SemiFL closes at least half of the gap (the issue's goal)",
+              t.loc[prof, "_closed"].mean() >= 0.5, f"gap closed {t.loc[prof, 'gap closed (%)']} %")]
+    for name, a, b in ((f"more rounds ({5 * cfg.rounds} vs {cfg.rounds})", f"rounds={5 * cfg.rounds}", prof),
+                       ("more local epochs (E=5 vs E=1)", prof, "E=1.0"),
+                       ("a wider model (cnn-w2 vs cnn)", "model=cnn-w2", prof),
+                       (f"more labels (N_S=1000 vs 40)", "N_S=1000", "N_S=40")):
+        if len(g(a)) and len(g(b)):
+            items.append((f"The gain grows with {name}", len(g(a)) > 1 and differs(g(a), g(b))
+                          and g(a).mean() > g(b).mean(), f"gain {g(a).mean():+.1f} vs {g(b).mean():+.1f} "
+                          f"(std {g(a).std():.1f}, {g(b).std():.1f})"))
+    return claims(items)
+
+
+def cost_table(df) -> pd.DataFrame:
+    """Measured wall time per run (minutes, mean over seeds) by point and method: the CPU budget, rule (4). Runs
+    trained in a sweep share the 2 cores with one other run (one thread each)."""
+    d = df[~df.reused] if (~df.reused).any() else df
+    d = d.assign(point=d.label.str.split(" | ", regex=False).str[0], method=d.label.str.split(" | ", regex=False).str[1])
+    return (d.pivot_table(index="point", columns="method", values="wall_time_s", aggfunc="mean", sort=False) / 60).round(1)
+
+
+# Each suspect of the diagnosis changes one thing of the profile (the issue's list); "5x rounds" keeps the cosine
+# over all rounds.
+SUSPECTS = {
+    "client E=1 (profile E=5)": lambda c: dict(local_epochs=1.0),
+    "5x rounds": lambda c: dict(rounds=5 * c.rounds),
+    "wider CNN (cnn-w2)": lambda c: dict(model="cnn-w2"),
+    "client momentum reset": lambda c: dict(client_momentum="reset"),
+    "server momentum reset": lambda c: dict(server_momentum="reset"),
+    "FixMatch's RandAugment": lambda c: dict(strong_aug="fixmatch"),
+    "no mix loss": lambda c: dict(mix_loss=False),
+    "sBN statistics from all data": lambda c: dict(sbn_source="all"),
+    "Algorithm 1 round order": lambda c: dict(round_order="paper"),
+}
+INSTRUMENTED = "profile (instrumented)"
+SPLIT_SEEDS = range(5)
+
+
+def diagnosis_configs(p, ds, n, rounds=None) -> dict:
+    base = make(p, ds, n, rounds)
+    out = {INSTRUMENTED: base.replace(diagnostics=True),
+           "Partially Supervised": make(p, ds, n, rounds, algorithm="partially-supervised"),
+           "Fully Supervised": make(p, ds, n, rounds, algorithm="fully-supervised")}
+    out.update({name: base.replace(**change(base)) for name, change in SUSPECTS.items()})
+    return out
+
+
+def split_configs(p, ds, n, rounds=None) -> dict:
+    """The profile's SemiFL and Partially Supervised with the data split drawn by split seeds 0-4 and everything
+    else (initialisation, client sampling, augmentation) fixed by the run's seed: the labeled-set draw alone."""
+    base = make(p, ds, n, rounds)
+    psl = make(p, ds, n, rounds, algorithm="partially-supervised")
+    return {**{f"SemiFL | split {k}": base.replace(split_seed=k) for k in SPLIT_SEEDS},
+            **{f"Partially Supervised | split {k}": psl.replace(split_seed=k) for k in SPLIT_SEEDS}}
+
+
+def differs(a, b) -> bool:
+    """The rule for "held" / "changes the result": the means differ by more than the two groups' seed spreads
+    together (population std over seeds, each); otherwise the difference is within noise."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return abs(a.mean() - b.mean()) > a.std() + b.std()
+
+
+def verdict(a, b, better="higher") -> str:
+    if len(a) < 2 or len(b) < 2:
+        return "one seed: no verdict"
+    if not differs(a, b):
+        return "within noise"
+    return "higher" if np.mean(a) > np.mean(b) else "lower"
+
+
+def suspects_table(df, n) -> pd.DataFrame:
+    """Each suspect's final accuracy against the instrumented profile run (same seeds), with the verdict by
+    `differs`; Partially Supervised beside."""
+    d = df[df.num_supervised == n]
+    base = d[d.label == INSTRUMENTED].sort_values("seed").final_acc.to_numpy()
+    rows = []
+    for label in [INSTRUMENTED, "Partially Supervised", *SUSPECTS]:
+        v = d[d.label == label].sort_values("seed").final_acc.to_numpy()
+        rows.append({"N_S": n, "run": label, "n": len(v), "final accuracy": mean_std(v),
+                     "difference to profile": f"{v.mean() - base.mean():+.1f}" if len(v) else "n/a",
+                     "verdict (rule: |diff| > both spreads)": "-" if label == INSTRUMENTED else verdict(v, base)})
+    return pd.DataFrame(rows)
+
+
+ROUND_STAGES = [("acc_start", "global model at the start"), ("acc_client_mean", "client models (mean)"),
+                ("acc_average", "mean of the client models"), ("acc_aggregate", "after global momentum"),
+                ("acc_finetuned", "after the server fine-tune")]
+
+
+def stage_curves(df) -> pd.DataFrame:
+    """Long table of the instrumented runs' accuracy at each stage of a round (round, stage, value, seed, N_S)."""
+    c = curves(df[df.label == INSTRUMENTED])
+    cols = [k for k, _ in ROUND_STAGES if k in c]
+    long = c.melt(id_vars=["round", "seed", "num_supervised"], value_vars=cols, var_name="stage", value_name="acc")
+    return long.assign(stage=long.stage.map(dict(ROUND_STAGES))).dropna(subset=["acc"])
+
+
+def stage_table(df) -> pd.DataFrame:
+    """Where a round loses accuracy: the change at each stage, averaged over rounds (first half and second half of
+    training) and seeds, per N_S."""
+    c = curves(df[df.label == INSTRUMENTED])
+    steps = [("client training", "acc_client_mean", "acc_start"), ("averaging", "acc_average", "acc_client_mean"),
+             ("global momentum", "acc_aggregate", "acc_average"), ("server fine-tune", "acc_finetuned", "acc_aggregate")]
+    half = np.where(c["round"] <= c["round"].max() / 2, "rounds 1-T/2", "rounds T/2-T")
+    rows = []
+    for (n, h), g in c.assign(half=half).groupby(["num_supervised", "half"]):
+        row = {"N_S": n, "rounds": h, "start": mean_std(g.groupby("seed").acc_start.mean())}
+        for name, after, before in steps:
+            row[name] = mean_std((g[after] - g[before]).groupby(g.seed).mean())
+        row["fine-tune loss, first -> last step"] = (f"{g.server_loss_first.mean():.2f} -> "
+                                                     f"{g.server_loss_last.mean():.2f}")
+        row["label ratio"] = f"{g.label_ratio.mean():.2f}"
+        row["threshold accuracy"] = f"{g.threshold_acc.mean():.1f}"
+        row["mix-label accuracy"] = f"{g.mix_acc.mean():.1f}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def class_table(df, class_names) -> pd.DataFrame:
+    """Per class, over the second half of training (instrumented runs): its share of the fix set (pseudo-labels
+    above the threshold; 10% would be balanced), and its test accuracy at the start of a round, after aggregation
+    and after the fine-tune."""
+    c = curves(df[df.label == INSTRUMENTED])
+    c = c[c["round"] > c["round"].max() / 2]
+    rows = []
+    for n, g in c.groupby("num_supervised"):
+        for k, name in enumerate(class_names):
+            rows.append({"N_S": n, "class": name, "fix-set share (%)": 100 * g[f"fix_share_c{k}"].mean(),
+                         "acc at start": g[f"start_acc_c{k}"].mean(),
+                         "after aggregation": g[f"aggregate_acc_c{k}"].mean(),
+                         "after fine-tune": g[f"acc_c{k}"].mean()})
+    return pd.DataFrame(rows).round(1)
+
+
+def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
+    """A figure of training images and their views (weak; the authors' strong RandAugment; FixMatch's), each draw
+    with its own random ops, and the share of strong views that come out blank (one flat colour) over 10,000
+    images per variant."""
+    import matplotlib.pyplot as plt
+    import torch
+
+    from . import augment
+    g = torch.Generator(data.x_train.device).manual_seed(seed)
+    x = data.x_train[:n_images]
+    rows = [("original", x), ("weak", augment.weak(x, data.flip, g))]
+    for variant in ("semifl", "fixmatch"):
+        rows += [(f"strong ({variant}) #{d + 1}", augment.strong(x, data.flip, g, variant)) for d in range(draws)]
+    fig, axes = plt.subplots(len(rows), n_images, figsize=(n_images * 1.1, len(rows) * 1.15))
+    for r, (name, imgs) in enumerate(rows):
+        for c in range(n_images):
+            ax = axes[r, c]
+            ax.imshow(imgs[c].permute(1, 2, 0).squeeze(-1).cpu().numpy(), cmap="gray", vmin=0, vmax=255)
+            ax.set_xticks([]), ax.set_yticks([])
+        axes[r, 0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=8)
+    many = data.x_train[:10000]
+    blank = {}
+    for variant in ("semifl", "fixmatch"):
+        v = augment.strong(many, data.flip, g, variant).flatten(1)
+        blank[variant] = 100 * (v.amax(1) == v.amin(1)).float().mean().item()
+    return fig, blank
+
+
+# ---------------------------------------------------------------------- the sizing rule (README, "The small profile")
+def fsl_plateau(df) -> tuple[pd.DataFrame, int]:
+    """Fully Supervised accuracy per training length (fsl_sizing_configs' runs) and the rule's E_F: the shortest
+    length whose mean final accuracy is within 0.5 points of the next (twice as long)."""
+    rows = df.assign(epochs=df.label.str.extract(r"(\d+) epochs")[0].astype(int))
+    t = rows.groupby("epochs").final_acc.agg(["mean", "std", "count"]).reset_index()
+    t["gain of doubling"] = t["mean"].shift(-1) - t["mean"]
+    ok = t[t["gain of doubling"] < 0.5]
+    chosen = int(ok.epochs.iloc[0]) if len(ok) else int(t.epochs.iloc[-1])
+    out = t.assign(accuracy=[mean_std(rows[rows.epochs == e].final_acc) for e in t.epochs])
+    return out[["epochs", "accuracy", "count", "gain of doubling"]].round(2), chosen
+
+
+def rounds_rule(cfg, fsl_epochs: int, train_size: int) -> int:
+    """(b): the smallest multiple of 10 rounds with R * C * N_U * E >= E_F * N (client sample-epochs at least Fully
+    Supervised's), N_U = the client pool of the IID split."""
+    n_u = (train_size - cfg.num_supervised) // cfg.num_clients * cfg.num_clients
+    need = fsl_epochs * train_size / (cfg.active_rate * n_u * cfg.local_epochs)
+    return int(math.ceil(need / 10) * 10)
+
+
+def ns_rule(df, fsl_label="Fully Supervised", min_gap: float = 15.0) -> tuple[pd.DataFrame, int]:
+    """(a): Partially Supervised per N_S (label 'N_S=<n> | Partially Supervised') against Fully Supervised; the rule's
+    N_S is the largest whose mean gap is at least min_gap points."""
+    fsl = df[df.label.str.endswith(fsl_label)].final_acc.mean()
+    psl = df[df.label.str.endswith("Partially Supervised")]
+    t = psl.groupby("num_supervised").final_acc.agg(["mean", "count"]).reset_index()
+    t["Partially Supervised"] = [mean_std(psl[psl.num_supervised == n].final_acc) for n in t.num_supervised]
+    t["Fully Supervised"] = f"{fsl:.1f}"
+    t["gap"] = (fsl - t["mean"]).round(1)
+    ok = t[t.gap >= min_gap]
+    chosen = int(ok.num_supervised.max()) if len(ok) else int(t.num_supervised.min())
+    return t[["num_supervised", "Partially Supervised", "count", "Fully Supervised", "gap"]], chosen
+
+
+def diagnosis_ns(profile_name: str, dataset=None) -> list[int]:
+    """The diagnosis looks at N_S=40 (4 labels per class, where SemiFL fell below Partially Supervised) and the
+    profile's N_S."""
+    n = profile(profile_name, dataset).num_supervised
+    return sorted({40, n}) if profile_name == "small" else [n]
+
+
+def split_table(splits) -> pd.DataFrame:
+    """Per N_S and method: final accuracy for each split seed (the labeled-set draw alone), their mean(std) and
+    range (max - min)."""
+    d = splits.assign(method=splits.label.str.split(" | ", regex=False).str[0])
+    rows = []
+    for (n, method), g in d.groupby(["num_supervised", "method"], sort=False):
+        v = g.sort_values("label").final_acc
+        rows.append({"N_S": n, "method": method, **{f"split {k}": round(a, 1) for k, a in enumerate(v)},
+                     "mean(std)": mean_std(v), "range": round(v.max() - v.min(), 1)})
+    return pd.DataFrame(rows)
+
+
+def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
+    """The diagnosis in claims form: SemiFL vs Partially Supervised per N_S, the stage of a round that loses most,
+    and each suspect's verdict (by `differs`), with the labeled-set spread beside."""
+    items = []
+    stages = stage_table(df)
+    spread = split_table(splits)
+    for n in ns_list:
+        d = df[df.num_supervised == n]
+        semi = d[d.label == INSTRUMENTED].final_acc
+        part = d[d.label == "Partially Supervised"].final_acc
+        sp = spread[(spread.N_S == n) & (spread.method == "SemiFL")]
+        items.append((f"N_S={n}: SemiFL ({mean_std(semi)}) vs Partially Supervised ({mean_std(part)})",
+                      verdict(semi, part), f"labeled-set draw alone moves SemiFL by {sp['range'].iloc[0]} points "
+                      f"(split seeds 0-4)" if len(sp) else ""))
+        late = stages[(stages.N_S == n) & (stages.rounds == "rounds T/2-T")]
+        if len(late):
+            cols = ["client training", "averaging", "global momentum", "server fine-tune"]
+            worst = min(cols, key=lambda c: float(late[c].iloc[0].split("(")[0]))
+            items.append((f"N_S={n}: the stage of a round that loses most test accuracy (second half of training)",
+                          worst, ", ".join(f"{c} {late[c].iloc[0]}" for c in cols)))
+        table = suspects_table(df, n).set_index("run")
+        for name in SUSPECTS:
+            if name in table.index:
+                row = table.loc[name]
+                items.append((f"N_S={n}: {name}", row.iloc[-1], f"{row['final accuracy']} vs profile "
+                              f"{table.loc[INSTRUMENTED, 'final accuracy']} (difference {row['difference to profile']})"))
+    return pd.DataFrame(items, columns=["finding", "verdict", "evidence"])

@@ -95,7 +95,8 @@ class Experiment:
         spec = {"x": self.data.x_train[idx], "y": self.data.y_train[idx]}
         tasks = make_tasks("sup", [spec], self.cfg.server_batch, self.cfg.server_epochs, self.data.flip,
                            self.cfg.strong_aug, self.cfg.mixup_alpha, rng, g)
-        stacked, states, stats = self.server_engine.train(st.model, tasks, lr, [st.server_state], losses)
+        kept = st.server_state if self.cfg.server_momentum == "keep" else None
+        stacked, states, stats = self.server_engine.train(st.model, tasks, lr, [kept], losses)
         st.server_state = states[0] or None
         return {k: v[0] for k, v in stacked.items()}, stats[0, 0].item() / tasks[0].steps
 
