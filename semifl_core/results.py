@@ -122,6 +122,11 @@ def _verify(path: Path, summary: dict) -> str:
     return ""
 
 
+def stored_key(config: dict) -> str:
+    """Config.key() of a stored config dict (tests/test_bad_input.py checks that the two agree)."""
+    return hashlib.sha256(json.dumps(result_fields(config), sort_keys=True).encode()).hexdigest()[:12]
+
+
 def checkpoint_problem(ckpt: Path) -> str:
     """Why a checkpoint cannot be restored ("" when its zip structure and every member's CRC-32 are intact). Cheap:
     it reads the archive once without unpickling anything."""
@@ -152,6 +157,9 @@ def inspect(path: Path) -> RunInfo:
         return RunInfo(path, "corrupt", f"config.json is missing (the directory holds {', '.join(sorted(others))})")
     except (OSError, ValueError) as err:
         return RunInfo(path, "corrupt", f"config.json unreadable ({type(err).__name__}: {err})")
+    if not path.name.endswith(f"-{stored_key(record['config'])}"):
+        return RunInfo(path, "corrupt", f"config.json holds a different config (key {stored_key(record['config'])}) "
+                                        "than the directory's name says (edited or copied from another run)")
     summary_path = path / "summary.json"
     if not summary_path.exists():
         ckpt = path / "checkpoint.pt"
