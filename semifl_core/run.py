@@ -302,7 +302,8 @@ def run(cfg: Config, results_dir="results", device="auto", data_root=None, progr
     Returns the run's summary (with "path")."""
     cfg = cfg.validate()
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
-        raise ConfigError(f"checkpoint_every={checkpoint_every!r}: must be an integer >= 1 (rounds between checkpoints)")
+        raise ConfigError(f"checkpoint_every={checkpoint_every!r}: must be an integer >= 1 (rounds between "
+                          "checkpoints)")
     device = pick_device(device)
     with results.hold(results.run_dir(results_dir, cfg)):
         info = results.open_run(results_dir, cfg)
@@ -330,6 +331,10 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
         saved = st.round
     else:
         results.atomic_write(path / "config.json", json.dumps(results.config_record(cfg), indent=1).encode())
+
+    def on_disk():   # what a failed run leaves: say it as it is
+        return (f"the last good checkpoint (round {saved}) is kept in {path}" if saved is not None else
+                f"no checkpoint was written yet (one every {checkpoint_every} rounds), nothing to resume")
     stop = []
     handlers = _install_stop_handlers(stop)
     start = time.perf_counter()
@@ -339,9 +344,7 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
             m = exp.round(st, r)
             for key in ("client_loss", "server_loss"):
                 if key in m and not np.isfinite(m[key]):
-                    kept = (f"the last good checkpoint (round {saved}) is kept in {path}" if saved is not None else
-                            f"no checkpoint was written yet (one every {checkpoint_every} rounds), nothing to resume")
-                    raise TrainingError(f"round {r + 1}: {key.replace('_', ' ')} is {m[key]}; stopped, {kept}; "
+                    raise TrainingError(f"round {r + 1}: {key.replace('_', ' ')} is {m[key]}; stopped, {on_disk()}; "
                                         "lower lr or check the data")
             st.metrics.append(m)
             st.round = r + 1
@@ -356,8 +359,8 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
             if stop:
                 raise KeyboardInterrupt(f"stopped after round {st.round}; checkpoint saved, run again to resume")
     except torch.cuda.OutOfMemoryError:
-        raise TrainingError(f"out of GPU memory in round {st.round + 1}; lower client_batch or server_batch, "
-                            "use a smaller model, or set engine=sequential") from None
+        raise TrainingError(f"out of GPU memory in round {st.round + 1} ({on_disk()}); lower client_batch or "
+                            "server_batch, use a smaller model, or set engine=sequential") from None
     finally:
         _restore_handlers(handlers)
     return finish(exp, st, path, time.perf_counter() - start)

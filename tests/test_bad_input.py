@@ -19,7 +19,7 @@ from semifl_core import algorithms, results
 from semifl_core import data as data_mod
 from semifl_core import run as run_mod
 from semifl_core.cli import build_parser, main as cli_main, parse_sets
-from semifl_core.config import Config, ConfigError, check_parameters, profile
+from semifl_core.config import ConfigError, check_parameters, profile
 from semifl_core.data import synthetic
 from semifl_core.run import Experiment
 
