@@ -7,7 +7,8 @@ A run directory holds
   model.pt         final and best-round global weights (optional: never committed, a run is complete without it)
   summary.json     written LAST, atomically, with the sha256 of metrics.csv and model.pt and of itself. A run is
                    complete when summary.json is intact, metrics.csv matches its checksum, model.pt (if present)
-                   matches its own, and the summary's numbers are those recomputed from metrics.csv.
+                   matches its own, and the summary's numbers are those recomputed from metrics.csv. A config.json
+                   whose key is not the one in the directory's name makes the run corrupt, whatever its state.
   .lock            held (flock) by the one process that works on the run; the OS drops it when that process ends
 Every write goes to a temporary file, is fsync'ed, then renamed over the old one, so a crash while
 writing leaves the previous good file in place. A checkpoint is a zip archive (torch.save) with a CRC-32 per

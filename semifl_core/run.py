@@ -298,21 +298,23 @@ def get_data(name: str, data_root, device) -> Dataset:
 def run(cfg: Config, results_dir="results", device="auto", data_root=None, progress=True,
         checkpoint_every: int = 10, data: Dataset | None = None) -> dict:
     """Run cfg to the end, or reuse its complete results, or resume it from its last checkpoint.
-    The run directory is held by this process meanwhile (results.hold): a second process on the same run waits.
-    Returns the run's summary (with "path")."""
+    While it trains, the run directory is held by this process (results.hold): a second process on the same run
+    waits for it, then reuses the result. Returns the run's summary (with "path")."""
     cfg = cfg.validate()
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
         raise ConfigError(f"checkpoint_every={checkpoint_every!r}: must be an integer >= 1 (rounds between "
                           "checkpoints)")
     device = pick_device(device)
-    with results.hold(results.run_dir(results_dir, cfg)):
-        info = results.open_run(results_dir, cfg)
-        path = info.path
-        if info.state == "complete":   # possibly trained by the other engine: equal up to float rounding (engine.py)
-            ran = info.summary.get("engine") or (info.config or {}).get("config", {}).get("engine")
-            return {**info.summary, "engine": ran, "path": str(path), "reused": True}
-        return _train(cfg, path, device, data if data is not None else get_data(cfg.dataset, data_root, device),
-                      progress, checkpoint_every)
+    info = results.open_run(results_dir, cfg)
+    if info.state != "complete":   # a complete run is never changed again: reusing it needs no lock
+        with results.hold(info.path):
+            info = results.open_run(results_dir, cfg)   # again: another process may have finished it meanwhile
+            if info.state != "complete":
+                return _train(cfg, info.path, device, data if data is not None else
+                              get_data(cfg.dataset, data_root, device), progress, checkpoint_every)
+    # possibly trained by the other engine: equal up to float rounding (engine.py)
+    ran = info.summary.get("engine") or (info.config or {}).get("config", {}).get("engine")
+    return {**info.summary, "engine": ran, "path": str(info.path), "reused": True}
 
 
 def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, checkpoint_every: int) -> dict:
