@@ -1,114 +1,210 @@
 """Command line: `semifl run`, `semifl profiles`, `semifl runs`, `semifl demo`, `semifl bench`.
 
     semifl run --profile small --dataset fashionmnist --set partition=dir-0.3 seed=1
+
+torch and pandas are imported only by the commands that use them, so `semifl --help` and `semifl profiles` answer
+at once. Every error is one line on stderr, `semifl: <what is wrong and what is allowed>`: exit code 2 for bad
+input or a damaged results store, 1 when training fails, 130 when interrupted.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
-from .config import PROFILES, ConfigError, parse_value, profile, profiles_table
-from .data import DataError
-from .results import ResultsError
-from .run import TrainingError
+from .config import ALGORITHMS, DATASETS, DEVICES, PROFILES, ConfigError, parse_value, profile
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, with a usage error reported like every other error: one line on stderr, exit code 2."""
+
+    def error(self, message):
+        self.exit(2, f"semifl: {message} (see {self.prog} --help)\n")
 
 
 def parse_sets(items: list[str]) -> dict:
+    """`--set NAME=VALUE ...` (repeatable, every one counts) as typed config overrides; a field given twice with
+    different values is refused."""
     out = {}
     for item in items:
-        if "=" not in item:
-            raise ConfigError(f"--set {item!r}: expected NAME=VALUE")
-        name, text = item.split("=", 1)
-        out[name.strip()] = parse_value(name.strip(), text.strip())
+        name, eq, text = item.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise ConfigError(f"--set {item!r}: expected NAME=VALUE, e.g. --set rounds=5")
+        value = parse_value(name, text.strip())
+        if name in out and out[name] != value:
+            raise ConfigError(f"--set {name} given twice ({out[name]!r} and {value!r}): give each field once")
+        out[name] = value
     return out
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="semifl", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
+def build_parser() -> Parser:
+    p = Parser(prog="semifl", description=__doc__.splitlines()[0],
+               epilog="`semifl COMMAND --help` documents each command's options.")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND", parser_class=Parser)
 
-    def common(sp):
-        sp.add_argument("--profile", default="small", help=f"one of {', '.join(PROFILES)}")
-        sp.add_argument("--dataset", default=None)
-        sp.add_argument("--algorithm", default=None)
-        sp.add_argument("--set", nargs="*", default=[], metavar="NAME=VALUE", help="override config fields")
-        sp.add_argument("--results-dir", default="results")
-        sp.add_argument("--data-root", default=None, help="default: $SEMIFL_DATA or ./data")
-        sp.add_argument("--device", default="auto")
+    def common(sp, algorithm_help):
+        sp.add_argument("--profile", default="small", metavar="NAME",
+                        help=f"base configuration: {', '.join(PROFILES)} (default: %(default)s; `semifl profiles` "
+                             "shows their values)")
+        sp.add_argument("--dataset", default=None, metavar="NAME",
+                        help=f"one of {', '.join(DATASETS)} (default: the profile's: paper cifar10, small "
+                             "fashionmnist, smoke synthetic)")
+        sp.add_argument("--algorithm", default=None, metavar="NAME", help=algorithm_help)
+        sp.add_argument("--set", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
+                        help="override config fields, e.g. --set partition=dir-0.3 seed=1 (repeatable; every one "
+                             "counts; a field given twice is refused). Fields and defaults: `semifl profiles`; "
+                             "partition is iid, non-iid-l-K or dir-ALPHA; seed is 0 to 2**32-1")
+        sp.add_argument("--results-dir", default="results", metavar="DIR",
+                        help="where runs are stored, one directory each (default: %(default)s)")
+        sp.add_argument("--data-root", default=None, metavar="DIR",
+                        help="where datasets live (default: $SEMIFL_DATA, else ./data; Fashion-MNIST is also read "
+                             "from /usr/share/datasets/fashion-mnist); SEMIFL_OFFLINE=1 never downloads")
+        sp.add_argument("--device", default="auto",
+                        help=f"one of {DEVICES} (default: %(default)s = a CUDA GPU if torch sees one, else cpu)")
 
-    r = sub.add_parser("run", help="train one configuration (reuses or resumes its results)")
-    common(r)
-    r.add_argument("--checkpoint-every", type=int, default=10)
-    d = sub.add_parser("demo", help="SemiFL and Partially Supervised on the small profile")
-    common(d)
-    sub.add_parser("profiles", help="print the profiles as a table")
-    ls = sub.add_parser("runs", help="list runs and their state")
-    ls.add_argument("--results-dir", default="results")
-    ls.add_argument("--clean", action="store_true", help="remove incomplete and corrupt runs")
+    r = sub.add_parser("run", help="train one configuration (reuses or resumes its results)",
+                       description="Train one configuration. A complete run in --results-dir is reused, an "
+                                   "interrupted one resumed from its checkpoint; a run that another process is "
+                                   "training is waited for.")
+    common(r, f"one of {', '.join(ALGORITHMS)} (default: semifl)")
+    r.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+                   help="rounds between checkpoints, an integer >= 1 (default: %(default)s); Ctrl-C or SIGTERM "
+                        "also checkpoints after the current round")
+    d = sub.add_parser("demo", help="an algorithm and Partially Supervised on one profile",
+                       description="Run --algorithm and its baseline, Partially Supervised (the server's labels "
+                                   "only), and print both accuracies.")
+    common(d, f"one of {', '.join(a for a in ALGORITHMS if a != 'partially-supervised')} (default: semifl)")
+    sub.add_parser("profiles", help="print the profiles' values side by side")
+    ls = sub.add_parser("runs", help="list runs and their state (complete / incomplete / corrupt)")
+    ls.add_argument("--results-dir", default="results", metavar="DIR", help="default: %(default)s")
+    ls.add_argument("--clean", action="store_true",
+                    help="remove incomplete and corrupt runs first (never a run that a process holds)")
     b = sub.add_parser("bench", help="time the sequential and vectorized engines on the same rounds")
-    common(b)
-    b.add_argument("--rounds", type=int, default=2, help="timed rounds per engine")
-    b.add_argument("--warmup", type=int, default=5, help="untimed rounds before timing (pseudo-labels appear)")
-    b.add_argument("--synthetic-shape", default=None, help="e.g. 3x32x32: random data of this shape if absent")
-    args = p.parse_args(argv)
+    common(b, f"one of {', '.join(ALGORITHMS)} (default: semifl)")
+    b.add_argument("--rounds", type=int, default=2, metavar="N", help="timed rounds per engine, >= 1 (default: 2)")
+    b.add_argument("--warmup", type=int, default=5, metavar="N",
+                   help="untimed rounds before timing, >= 0, so that pseudo-labels appear (default: 5)")
+    b.add_argument("--synthetic-shape", default=None, metavar="CxHxW",
+                   help="e.g. 3x32x32: random data of this shape if the dataset's files are absent (default: none)")
+    return p
 
+
+def main(argv=None) -> int:
     try:
-        if args.cmd == "profiles":
-            import pandas as pd
-            with pd.option_context("display.max_rows", 200, "display.width", 200):
-                print(profiles_table())
-            return 0
-        if args.cmd == "runs":
-            from .results import list_runs, remove_incomplete
-            if args.clean:
-                for name in remove_incomplete(args.results_dir):
-                    print(f"removed {name}")
-            import pandas as pd
-            with pd.option_context("display.max_rows", 500, "display.width", 200):
-                print(list_runs(args.results_dir).to_string(index=False))
-            return 0
-        overrides = parse_sets(args.set)
-        if args.algorithm:
-            overrides["algorithm"] = args.algorithm
-        if args.cmd == "bench":
-            from .bench import bench
-            bench(profile(args.profile, args.dataset, **overrides), args.rounds, args.device, args.data_root,
-                  args.synthetic_shape, args.warmup)
-            return 0
-        from .run import run
-
-        if args.cmd == "run":
-            cfg = profile(args.profile, args.dataset, **overrides)
-            s = run(cfg, args.results_dir, args.device, args.data_root, checkpoint_every=args.checkpoint_every)
-            print(_line(cfg.algorithm, s))
-            return 0
-        if args.cmd == "demo":
-            lines = []
-            for alg in ("semifl", "partially-supervised"):
-                cfg = profile(args.profile, args.dataset, **{**overrides, "algorithm": alg})
-                s = run(cfg, args.results_dir, args.device, args.data_root)
-                lines.append(_line(alg, s))
-            print(f"\nprofile {args.profile}, dataset {cfg.dataset}, N_S={cfg.num_supervised}, {cfg.partition}, "
-                  f"{cfg.rounds} rounds")
-            print("\n".join(lines))
-            return 0
-    except (ConfigError, DataError, ResultsError) as err:
-        print(f"semifl: {err}", file=sys.stderr)
-        return 2
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:   # --help, or a usage error already printed
+        return done.code or 0
+    try:
+        return _command(args)
+    except BrokenPipeError:   # `semifl runs | head`: the reader has gone, nothing to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt as err:
         print(f"semifl: interrupted{': ' + str(err) if str(err) else ''}", file=sys.stderr)
         return 130
-    except TrainingError as err:
-        print(f"semifl: {err}", file=sys.stderr)
+    except Exception as err:
+        code = _exit_code(err)
+        if code is None:
+            raise
+        print(f"semifl: {' '.join(str(err).split())}", file=sys.stderr)
+        return code
+
+
+def _exit_code(err: Exception) -> int | None:
+    """2 for bad input or a damaged store, 1 for training or a file system that failed, None for a bug (shown in
+    full)."""
+    if isinstance(err, ConfigError):
+        return 2
+    if isinstance(err, OSError):   # disk full, permission denied: the message names the file
         return 1
-    return 1
+    from .data import DataError       # imported only now: these modules load torch
+    from .results import ResultsError
+    from .run import TrainingError
+    return 2 if isinstance(err, (DataError, ResultsError)) else 1 if isinstance(err, TrainingError) else None
+
+
+def _command(args) -> int:
+    if args.cmd == "profiles":
+        print(profiles_text())
+        return 0
+    if args.cmd == "runs":
+        return _runs(args.results_dir, args.clean)
+    overrides = parse_sets(args.set)
+    for name in ("dataset", "algorithm"):
+        flag = getattr(args, name)
+        if flag is not None and overrides.get(name, flag) != flag:
+            raise ConfigError(f"--{name} {flag} and --set {name}={overrides[name]} disagree: give one")
+        if flag is not None:
+            overrides[name] = flag
+    dataset = overrides.pop("dataset", None)
+    if args.cmd == "bench":
+        if args.rounds < 1 or args.warmup < 0:
+            raise ConfigError(f"--rounds {args.rounds} --warmup {args.warmup}: rounds must be >= 1, warmup >= 0")
+        if args.synthetic_shape and not re.fullmatch(r"[1-9]\d*x[1-9]\d*x[1-9]\d*", args.synthetic_shape):
+            raise ConfigError(f"--synthetic-shape {args.synthetic_shape!r}: expected CxHxW, e.g. 3x32x32")
+        from .bench import bench
+        bench(profile(args.profile, dataset, **overrides), args.rounds, args.device, args.data_root,
+              args.synthetic_shape, args.warmup)
+        return 0
+    if args.cmd == "run":
+        cfg = profile(args.profile, dataset, **overrides)
+        from .run import run
+        print(_line(cfg.algorithm, run(cfg, args.results_dir, args.device, args.data_root,
+                                       checkpoint_every=args.checkpoint_every)))
+        return 0
+    # demo: the algorithm and its baseline
+    algorithm = overrides.pop("algorithm", "semifl")
+    if algorithm == "partially-supervised":
+        raise ConfigError("--algorithm partially-supervised: the demo runs it anyway, as the baseline; "
+                          f"choose one of {', '.join(a for a in ALGORITHMS if a != algorithm)}")
+    cfgs = [profile(args.profile, dataset, **{**overrides, "algorithm": a})
+            for a in (algorithm, "partially-supervised")]
+    from .run import run
+    lines = [_line(c.algorithm, run(c, args.results_dir, args.device, args.data_root)) for c in cfgs]
+    cfg = cfgs[0]
+    print(f"\nprofile {args.profile}, dataset {cfg.dataset}, N_S={cfg.num_supervised}, {cfg.partition}, "
+          f"{cfg.rounds} rounds")
+    print("\n".join(lines))
+    return 0
+
+
+def _runs(results_dir, clean: bool) -> int:
+    from pathlib import Path
+
+    from .results import list_runs, remove_incomplete
+    if clean:
+        skipped = []
+        for name in remove_incomplete(results_dir, skipped=skipped):
+            print(f"removed {name}")
+        for what in skipped:
+            print(f"skipped {what}")
+    table = list_runs(results_dir)
+    if table.empty:
+        where = Path(results_dir).resolve()
+        print(f"no runs in {where}" + ("" if where.exists() else " (no such directory)"))
+        return 0
+    import pandas as pd
+    with pd.option_context("display.max_rows", 500, "display.width", 200):
+        print(table.to_string(index=False))
+    return 0
+
+
+def profiles_text() -> str:
+    """The profiles side by side (the paper profile for CIFAR-10, N_S=250), as plain text without pandas."""
+    values = {name: profile(name).to_dict() for name in PROFILES}
+    rows = [["", *PROFILES]] + [[f, *(str(values[p][f]) for p in PROFILES)] for f in values[PROFILES[0]]]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+                     for row in rows)
 
 
 def _line(alg: str, s: dict) -> str:
-    reused = f" (reused: trained by the {s.get('engine')} engine)" if s.get("reused") else f" ({s['wall_time_s']:.0f} s)"
+    how = (f"reused: trained on {s.get('device')} by the {s.get('engine')} engine" if s.get("reused")
+           else f"{s['wall_time_s']:.0f} s on {s.get('device')}, {s.get('engine')} engine")
     return (f"{alg:>22}: final-round accuracy {s['final_acc']:.2f}%, best round {s['best_round']} "
-            f"{s['best_acc']:.2f}%{reused} -> {s['path']}")
+            f"{s['best_acc']:.2f}% ({how}) -> {s['path']}")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,8 @@ DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "svhn": 10, "fashionmnist": 10, "mnist": 10, "synthetic": 10}
 TRAIN_SIZE = {"cifar10": 50000, "cifar100": 50000, "svhn": 73257, "fashionmnist": 60000, "mnist": 60000,
               "synthetic": 2000}
+# samples of the rarest class in each training set (SVHN: digit 9, MNIST: digit 5): bounds the partitions
+SMALLEST_CLASS = {"cifar10": 5000, "cifar100": 500, "svhn": 4659, "fashionmnist": 6000, "mnist": 5421, "synthetic": 200}
 ALGORITHMS = ("semifl", "fedavg-fixmatch", "partially-supervised", "fully-supervised", "fedavg-supervised")
 MODELS = ("wrn28x2", "wrn28x8", "cnn", "cnn-w2")
 NORMS = ("sbn", "gn", "bn")
@@ -143,18 +145,29 @@ class Config:
             if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool) \
                     or getattr(self, name) < 1:
                 bad(name, "must be an integer >= 1")
+        if not isinstance(self.seed, int) or isinstance(self.seed, bool) or not 0 <= self.seed < 2 ** 32:
+            bad("seed", "must be an integer from 0 to 2**32 - 1")
         for f in fields(self):
             v = getattr(self, f.name)
             if f.type == "float" and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)):
                 bad(f.name, "must be a finite number")
-        if not isinstance(self.split_seed, int) or self.split_seed < -1:
-            bad("split_seed", "must be an integer >= 0, or -1 for the run's seed")
+            if f.type == "bool" and not isinstance(v, bool):
+                bad(f.name, "must be true or false")
+        if not isinstance(self.partition, str):
+            bad("partition", "allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
+        if not isinstance(self.split_seed, int) or isinstance(self.split_seed, bool) or not -1 <= self.split_seed < 2 ** 32:
+            bad("split_seed", "must be an integer from 0 to 2**32 - 1, or -1 for the run's seed")
         kind, value = self.partition_kind
         n_train = TRAIN_SIZE[self.dataset]
         if self.num_supervised % self.num_classes:
             bad("num_supervised", f"must be a multiple of the number of classes ({self.num_classes})")
         if self.num_supervised > n_train:
             bad("num_supervised", f"must be at most the training set size ({n_train})")
+        # the server takes N_S / classes samples of every class (partition.split_server), even the rarest one
+        per_class, rarest = self.num_supervised // self.num_classes, SMALLEST_CLASS[self.dataset]
+        if self.algorithm != "fedavg-supervised" and per_class > rarest:
+            bad("num_supervised", f"takes {per_class} samples per class, but the rarest class of {self.dataset} has "
+                                  f"{rarest}: at most {rarest * self.num_classes}")
         if not 0 < self.active_rate <= 1:
             bad("active_rate", "must be in (0, 1]")
         if self.federated and self.num_clients > n_train - self.num_supervised:
@@ -164,6 +177,15 @@ class Config:
                 bad("partition", f"K must be between 1 and the number of classes ({self.num_classes})")
             if (value * self.num_clients) % self.num_classes:
                 bad("partition", f"K * num_clients must be a multiple of the number of classes ({self.num_classes})")
+            # partition.non_iid_label cuts each class's client samples into K * M / classes shards: a shard (and a
+            # client holding only empty shards) would be empty if the rarest class had fewer samples than shards
+            shards = value * self.num_clients // self.num_classes
+            pool = rarest - (0 if self.algorithm == "fedavg-supervised" else per_class)
+            if self.federated and shards > pool:
+                bad("partition", f"cuts each class into K * num_clients / {self.num_classes} = {shards} shards, but "
+                                 f"the rarest class has {pool} client samples: shards would be empty and a client "
+                                 f"could get no data; lower K or num_clients (K * num_clients <= "
+                                 f"{pool * self.num_classes})")
         if kind == "dir" and not value > 0:
             bad("partition", "Dirichlet alpha must be > 0")
         if kind == "dir" and self.federated and 10 * self.num_clients > n_train - self.num_supervised:
@@ -193,9 +215,7 @@ class Config:
         return dataclasses.asdict(self)
 
     def key(self) -> str:
-        """Hash of everything that changes results: not execution-only fields, not the package version (a release
-        must not orphan every run; config.json records the version that trained a run)."""
-        return hashlib.sha256(json.dumps(result_fields(self.to_dict()), sort_keys=True).encode()).hexdigest()[:12]
+        return run_key(self.to_dict())
 
     def reads(self, name: str) -> bool:
         """Whether this config's algorithm reads field `name` (the centralized baselines ignore the federation)."""
@@ -220,6 +240,13 @@ _FEDERATION = ("partition", "num_clients", "active_rate", "local_epochs", "clien
                "mix_loss", "global_pseudo_labels", "client_momentum", "finetune", "global_momentum", "sbn_source",
                "round_order", "strong_aug")
 UNUSED_FIELDS = {"partially-supervised": _FEDERATION, "fully-supervised": (*_FEDERATION, "num_supervised")}
+
+
+def run_key(config: dict) -> str:
+    """Hash of everything that changes results (`result_fields`): not execution-only fields, not the package version
+    (a release must not orphan every run; config.json records the version that trained a run). Works on a config
+    dict stored by an older version too."""
+    return hashlib.sha256(json.dumps(result_fields(config), sort_keys=True).encode()).hexdigest()[:12]
 
 
 def result_fields(config: dict) -> dict:
@@ -252,6 +279,32 @@ def parse_value(name: str, text: str):
 
 
 _ARTICLE = {"bool": "true or false", "int": "an integer", "float": "a number", "str": "a string"}
+DEVICES = "auto, cpu, cuda, cuda:N"
+
+
+def check_device(device) -> str:
+    """The device's name if it is one of DEVICES (whether this machine has it is run.pick_device's check)."""
+    name = str(device)
+    if not re.fullmatch(r"auto|cpu|cuda(:\d+)?", name):
+        raise ConfigError(f"device={name!r}: allowed are {DEVICES}")
+    return name
+
+
+def check_parameters(profile_name="small", seed=0, seeds=None, dataset=None, rounds=None, device="auto",
+                     **overrides) -> None:
+    """A notebook's parameters, checked up front with the same one-line ConfigErrors as `semifl run --set`:
+    every (dataset, seed) the notebook would build must give a valid config."""
+    if not isinstance(profile_name, str):
+        raise ConfigError(f"profile={profile_name!r}: allowed are {', '.join(PROFILES)}")
+    check_device(device)
+    if seeds is not None and (isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__")):
+        raise ConfigError(f"seeds={seeds!r}: must be None or a list of integers, e.g. [0, 1, 2]")
+    if rounds is not None:
+        overrides["rounds"] = rounds
+    datasets = [dataset] if dataset is None or isinstance(dataset, str) else list(dataset)
+    for s in [seed] if seeds is None else list(seeds):
+        for ds in datasets:
+            profile(profile_name, ds, seed=s, **overrides)
 
 
 # ---------------------------------------------------------------------- profiles

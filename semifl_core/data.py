@@ -88,8 +88,10 @@ def load(name: str, root=None, device="cpu", download: bool = True) -> Dataset:
             raise DataError(_missing_message(name, root)) from None
         try:
             _download(name, root)
-        except Exception as err:  # offline, proxy, disk full: one clear line
-            raise DataError(f"{_missing_message(name, root)} (download failed: {type(err).__name__})") from None
+        except Exception as err:  # offline, proxy, disk full: one clear line with the underlying reason
+            why = " ".join(str(err).split())[:300] or "no message"
+            raise DataError(f"{_missing_message(name, root)}; the download failed ({type(err).__name__}: {why}); "
+                            "fetch those files on a machine that is online and copy them there") from None
         try:
             arrays = _read(reader, name, root)
         except FileNotFoundError:

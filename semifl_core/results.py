@@ -7,27 +7,33 @@ A run directory holds
   model.pt         final and best-round global weights (optional: never committed, a run is complete without it)
   summary.json     written LAST, atomically, with the sha256 of metrics.csv and model.pt and of itself. A run is
                    complete when summary.json is intact, metrics.csv matches its checksum, model.pt (if present)
-                   matches its own, and the summary's numbers are those recomputed from metrics.csv.
+                   matches its own, and the summary's numbers are those recomputed from metrics.csv. A config.json
+                   whose key is not the one in the directory's name makes the run corrupt, whatever its state.
+  .lock            held (flock) by the one process that works on the run; the OS drops it when that process ends
 Every write goes to a temporary file, is fsync'ed, then renamed over the old one, so a crash while
-writing leaves the previous good file in place.
+writing leaves the previous good file in place. A checkpoint is a zip archive (torch.save) with a CRC-32 per
+member: a truncated, overwritten or bit-flipped one is found without unpickling it.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
 import math
 import os
 import shutil
+import sys
 import tempfile
+import zipfile
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-import torch
 
 from . import __version__
-from .config import Config, result_fields
+from .config import Config, result_fields, run_key
 
 
 class ResultsError(RuntimeError):
@@ -58,6 +64,7 @@ def atomic_write(path: Path, data: bytes) -> None:
 
 
 def save_torch(path: Path, obj) -> None:
+    import torch
     buf = io.BytesIO()
     torch.save(obj, buf)
     atomic_write(path, buf.getvalue())
@@ -116,20 +123,51 @@ def _verify(path: Path, summary: dict) -> str:
     return ""
 
 
+def checkpoint_problem(ckpt: Path) -> str:
+    """Why a checkpoint cannot be restored ("" when its zip structure and every member's CRC-32 are intact). Cheap:
+    it reads the archive once without unpickling anything."""
+    try:
+        with zipfile.ZipFile(ckpt) as z:
+            bad, names = z.testzip(), z.namelist()
+    except Exception as err:  # a damaged archive can fail in many ways (BadZipFile, OSError, EOFError, zlib.error)
+        return f"{ckpt.name} is unreadable: truncated or not a checkpoint ({type(err).__name__})"
+    if bad:
+        return f"{ckpt.name} is damaged ({bad} fails its CRC check)"
+    if not any(n.endswith("data.pkl") for n in names):
+        return f"{ckpt.name} is a zip archive but not a torch checkpoint"
+    return ""
+
+
 def inspect(path: Path) -> RunInfo:
     """State of one run directory."""
     path = Path(path)
     try:
         record = json.loads((path / "config.json").read_text())
+        if not isinstance(record, dict) or not isinstance(record.get("config"), dict):
+            raise ValueError("no config record in it")
+    except FileNotFoundError:
+        others = [f.name for f in path.iterdir() if f.name != LOCK and not f.name.endswith(".tmp")] \
+            if path.is_dir() else []
+        if not others:   # a run being set up by the process that holds it, or one that died before writing
+            return RunInfo(path, "incomplete", "no config.json yet")
+        return RunInfo(path, "corrupt", f"config.json is missing (the directory holds {', '.join(sorted(others))})")
     except (OSError, ValueError) as err:
-        return RunInfo(path, "corrupt", f"config.json unreadable ({type(err).__name__})")
+        return RunInfo(path, "corrupt", f"config.json unreadable ({type(err).__name__}: {err})")
+    if not path.name.endswith(f"-{run_key(record['config'])}"):
+        return RunInfo(path, "corrupt", f"config.json holds a different config (key {run_key(record['config'])}) "
+                                        "than the directory's name says (edited or copied from another run)")
     summary_path = path / "summary.json"
     if not summary_path.exists():
+        ckpt = path / "checkpoint.pt"
+        if ckpt.exists() and (why := checkpoint_problem(ckpt)):
+            return RunInfo(path, "corrupt", why, record)
         return RunInfo(path, "incomplete", "no summary.json yet", record)
     try:
         summary = json.loads(summary_path.read_text())
+        if not isinstance(summary, dict):
+            raise ValueError("summary.json is not a JSON object")
         reason = _verify(path, summary)
-    except (OSError, ValueError, KeyError, TypeError, pd.errors.ParserError) as err:
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, pd.errors.ParserError) as err:
         return RunInfo(path, "corrupt", f"summary or its files unreadable ({type(err).__name__}: {err})", record)
     if reason:
         return RunInfo(path, "corrupt", reason, record, summary)
@@ -144,39 +182,143 @@ def open_run(results_dir, cfg: Config) -> RunInfo:
         return RunInfo(path, "new")
     info = inspect(path)
     if info.state == "corrupt":
-        raise ResultsError(f"{path}: corrupt ({info.reason}); remove it (semifl runs --clean) to run again")
-    if result_fields((info.config or {}).get("config", {})) != result_fields(cfg.to_dict()):
+        raise ResultsError(f"{path}: corrupt ({info.reason}); delete that directory to start the run over, or run "
+                           f"`semifl runs --clean --results-dir {results_dir}`")
+    if info.config is None:   # set up by another process right now: `hold` waits for it
+        return info
+    if result_fields(info.config.get("config", {})) != result_fields(cfg.to_dict()):
         raise ResultsError(f"{path}: holds a run of a different config; remove it or choose another results_dir")
     return info
 
 
+# ---------------------------------------------------------------------- one process per run
+LOCK = ".lock"
+
+
+@contextmanager
+def hold(path: Path):
+    """Hold run directory `path` (made if missing) while the block runs: an exclusive flock on path/.lock, which the
+    OS drops when this process ends, however it ends. If another process holds it, wait, saying once which process.
+    A directory left holding nothing but the lock is removed on the way out."""
+    path, said = Path(path), False
+    while True:
+        _mkdir(path)
+        fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if not said:
+                    print(f"semifl: {path} is in use by {_holder(fd)}; waiting for it to finish", file=sys.stderr,
+                          flush=True)
+                    said = True
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        if _same_file(fd, path / LOCK):
+            break
+        os.close(fd)  # the directory was removed (semifl runs --clean) while we waited: lock the new one
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield path
+    finally:
+        try:
+            if {f.name for f in path.iterdir()} == {LOCK}:
+                (path / LOCK).unlink()
+                path.rmdir()
+        except OSError:
+            pass
+        os.close(fd)
+
+
+def _mkdir(path: Path) -> None:
+    if path.parent.exists() and not path.parent.is_dir():
+        raise ResultsError(f"results_dir {str(path.parent)!r} is a file, not a directory; choose another --results-dir")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise ResultsError(f"cannot create run directory {path} ({err.strerror}); choose another --results-dir") \
+            from None
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
+def _holder(fd: int) -> str:
+    pid = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    return f"process {pid}" if pid.isdigit() else "another process"
+
+
+def held_by(path: Path) -> str:
+    """'process N' if another process holds run directory `path` now, else ''."""
+    try:
+        fd = os.open(Path(path) / LOCK, os.O_RDONLY)
+    except OSError:
+        return ""   # never held (or not a run directory)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return ""
+    except BlockingIOError:
+        return _holder(fd)
+    finally:
+        os.close(fd)
+
+
+# ---------------------------------------------------------------------- the store as a whole
+def run_dirs(results_dir) -> list[Path]:
+    root = Path(results_dir)
+    if root.exists() and not root.is_dir():
+        raise ResultsError(f"results_dir {str(root)!r} is a file, not a directory; choose another --results-dir")
+    return sorted(p for p in root.glob("*") if p.is_dir()) if root.exists() else []
+
+
 def list_runs(results_dir) -> pd.DataFrame:
     rows = []
-    for path in sorted(Path(results_dir).glob("*")) if Path(results_dir).exists() else []:
-        if not path.is_dir():
-            continue
+    for path in run_dirs(results_dir):
         info = inspect(path)
         cfg = (info.config or {}).get("config", {})
         s = info.summary or {}
         rows.append({"run": path.name, "state": info.state, "algorithm": cfg.get("algorithm"),
                      "dataset": cfg.get("dataset"), "partition": cfg.get("partition"), "seed": cfg.get("seed"),
                      "rounds_done": s.get("rounds_done"), "final_acc": s.get("final_acc"),
-                     "best_acc": s.get("best_acc"), "reason": info.reason})
+                     "best_acc": s.get("best_acc"), "reason": info.reason,
+                     "held_by": held_by(path) if info.state != "complete" else ""})
     return pd.DataFrame(rows, columns=["run", "state", "algorithm", "dataset", "partition", "seed", "rounds_done",
-                                       "final_acc", "best_acc", "reason"])
+                                       "final_acc", "best_acc", "reason", "held_by"])
 
 
-def remove_incomplete(results_dir, include_corrupt: bool = True) -> list[str]:
+def remove_incomplete(results_dir, include_corrupt: bool = True, skipped: list | None = None) -> list[str]:
+    """Remove incomplete (and corrupt) runs; never one that a process holds (appended to `skipped` instead)."""
     removed = []
-    for path in sorted(Path(results_dir).glob("*")) if Path(results_dir).exists() else []:
-        if path.is_dir():
-            state = inspect(path).state
-            if state == "incomplete" or (include_corrupt and state == "corrupt"):
+    for path in run_dirs(results_dir):
+        if not _removable(path, include_corrupt):
+            continue
+        fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if skipped is not None:
+                    skipped.append(f"{path.name} (in use by {_holder(fd)})")
+                continue
+            if _same_file(fd, path / LOCK) and _removable(path, include_corrupt):  # still, now that we hold it
                 shutil.rmtree(path)
                 removed.append(path.name)
+        finally:
+            os.close(fd)
     return removed
+
+
+def _removable(path: Path, include_corrupt: bool) -> bool:
+    state = inspect(path).state
+    return state == "incomplete" or (include_corrupt and state == "corrupt")
 
 
 def load_metrics(path) -> pd.DataFrame:
     return pd.read_csv(Path(path) / "metrics.csv")
-

@@ -20,7 +20,7 @@ import torch
 
 from . import __version__, algorithms, augment, results, sbn
 from .algorithms import average, cosine_lr, global_momentum_step, make_tasks, predict
-from .config import Config
+from .config import Config, ConfigError, check_device
 from .data import Dataset, load
 from .engine import SequentialEngine, make_engine
 from .models import make_model
@@ -32,9 +32,19 @@ class TrainingError(RuntimeError):
 
 
 def pick_device(device: str = "auto") -> torch.device:
-    if device == "auto":
+    """auto: a CUDA GPU if torch sees one, else the CPU. A named device must exist here (ConfigError otherwise)."""
+    name = check_device(device)
+    if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    return torch.device(device)
+    if name.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError(f"device={name!r}: torch sees no CUDA GPU here (torch {torch.__version__}, CUDA build: "
+                              f"{torch.version.cuda or 'none'}); use --device cpu or auto")
+        index = int(name.partition(":")[2] or 0)
+        if index >= torch.cuda.device_count():
+            raise ConfigError(f"device={name!r}: this machine has {torch.cuda.device_count()} CUDA device(s), "
+                              f"cuda:0 to cuda:{torch.cuda.device_count() - 1}")
+    return torch.device(name)
 
 
 @dataclass
@@ -289,22 +299,45 @@ def get_data(name: str, data_root, device) -> Dataset:
 def run(cfg: Config, results_dir="results", device="auto", data_root=None, progress=True,
         checkpoint_every: int = 10, data: Dataset | None = None) -> dict:
     """Run cfg to the end, or reuse its complete results, or resume it from its last checkpoint.
-    Returns the run's summary (with "path")."""
+    While it trains, the run directory is held by this process (results.hold): a second process on the same run
+    waits for it, then reuses the result. Returns the run's summary (with "path")."""
     cfg = cfg.validate()
-    info = results.open_run(results_dir, cfg)
-    path = info.path
-    if info.state == "complete":   # possibly trained by the other engine: equal up to float rounding (engine.py)
-        ran = info.summary.get("engine") or (info.config or {}).get("config", {}).get("engine")
-        return {**info.summary, "engine": ran, "path": str(path), "reused": True}
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
+        raise ConfigError(f"checkpoint_every={checkpoint_every!r}: must be an integer >= 1 (rounds between "
+                          "checkpoints)")
     device = pick_device(device)
-    data = data if data is not None else get_data(cfg.dataset, data_root, device)
+    info = results.open_run(results_dir, cfg)
+    if info.state != "complete":   # a complete run is never changed again: reusing it needs no lock
+        with results.hold(info.path):
+            info = results.open_run(results_dir, cfg)   # again: another process may have finished it meanwhile
+            if info.state != "complete":
+                return _train(cfg, info.path, device, data if data is not None else
+                              get_data(cfg.dataset, data_root, device), progress, checkpoint_every)
+    # possibly trained by the other engine: equal up to float rounding (engine.py)
+    ran = info.summary.get("engine") or (info.config or {}).get("config", {}).get("engine")
+    return {**info.summary, "engine": ran, "path": str(info.path), "reused": True}
+
+
+def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, checkpoint_every: int) -> dict:
     exp = Experiment(cfg, data, device)
     st = exp.new_state()
     ckpt = path / "checkpoint.pt"
+    saved = None   # the round of the checkpoint on disk
     if ckpt.exists():
-        restore(st, torch.load(ckpt, map_location=device, weights_only=False))
+        try:
+            restore(st, torch.load(ckpt, map_location=device, weights_only=False))
+        except Exception as err:  # unpickling a damaged file can raise almost anything
+            why = str(err).splitlines()[0][:200] if str(err) else ""
+            raise results.ResultsError(
+                f"{ckpt}: corrupt checkpoint ({type(err).__name__}{': ' + why if why else ''}); delete {path} to "
+                f"start that run over, or run `semifl runs --clean --results-dir {path.parent}`") from None
+        saved = st.round
     else:
         results.atomic_write(path / "config.json", json.dumps(results.config_record(cfg), indent=1).encode())
+
+    def on_disk():   # what a failed run leaves: say it as it is
+        return (f"the last good checkpoint (round {saved}) is kept in {path}" if saved is not None else
+                f"no checkpoint was written yet (one every {checkpoint_every} rounds), nothing to resume")
     stop = []
     handlers = _install_stop_handlers(stop)
     start = time.perf_counter()
@@ -314,8 +347,8 @@ def run(cfg: Config, results_dir="results", device="auto", data_root=None, progr
             m = exp.round(st, r)
             for key in ("client_loss", "server_loss"):
                 if key in m and not np.isfinite(m[key]):
-                    raise TrainingError(f"round {r + 1}: {key.replace('_', ' ')} is {m[key]}; stopped, the last good "
-                                        f"checkpoint (round {st.round}) is kept in {path}; lower lr or check the data")
+                    raise TrainingError(f"round {r + 1}: {key.replace('_', ' ')} is {m[key]}; stopped, {on_disk()}; "
+                                        "lower lr or check the data")
             st.metrics.append(m)
             st.round = r + 1
             if m.get("test_acc", -1) > st.best["acc"]:
@@ -325,11 +358,12 @@ def run(cfg: Config, results_dir="results", device="auto", data_root=None, progr
                 bar.set_postfix(acc=f"{m['test_acc']:.1f}", best=f"{st.best['acc']:.1f}")
             if st.round % checkpoint_every == 0 or stop:
                 save_checkpoint(ckpt, st)
+                saved = st.round
             if stop:
                 raise KeyboardInterrupt(f"stopped after round {st.round}; checkpoint saved, run again to resume")
     except torch.cuda.OutOfMemoryError:
-        raise TrainingError(f"out of GPU memory in round {st.round + 1}; lower client_batch or server_batch, "
-                            "use a smaller model, or set engine=sequential") from None
+        raise TrainingError(f"out of GPU memory in round {st.round + 1} ({on_disk()}); lower client_batch or "
+                            "server_batch, use a smaller model, or set engine=sequential") from None
     finally:
         _restore_handlers(handlers)
     return finish(exp, st, path, time.perf_counter() - start)
