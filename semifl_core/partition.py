@@ -69,12 +69,15 @@ def dirichlet(pool: np.ndarray, labels: np.ndarray, num_clients: int, alpha: flo
             rng.shuffle(idx)
             p = rng.dirichlet(np.full(num_clients, alpha))
             p = p * np.array([len(h) < n / num_clients for h in clients])
+            if not p.sum() > 0:   # only full clients drew a share of this class: draw everything again
+                break
             p = p / p.sum()
             cuts = (np.cumsum(p) * len(idx)).astype(int)[:-1]
             for h, part in zip(clients, np.split(idx, cuts)):
                 h.extend(part.tolist())
-        if min(len(h) for h in clients) >= min_size:
-            return [np.sort(np.array(h, dtype=np.int64)) for h in clients]
+        else:
+            if min(len(h) for h in clients) >= min_size:
+                return [np.sort(np.array(h, dtype=np.int64)) for h in clients]
 
 
 def make_split(cfg, labels: np.ndarray):

@@ -120,6 +120,22 @@ def test_dirichlet_sizes_disjoint_union():
         assert np.array_equal(np.sort(np.concatenate(clients)), np.sort(pool))   # union == pool
 
 
+def test_dirichlet_draws_again_when_only_full_clients_get_a_share():
+    # 5 clients, alpha 1e-3: most draws give a class to one client that is already full (a 0/0 share, measured in
+    # 78% of draws); those draws are made again, never split at NaN cuts
+    labels = np.repeat(np.arange(10), 200)
+    pool = np.arange(len(labels))
+    for s in range(5):
+        clients = P.dirichlet(pool, labels, 5, 1e-3, 10, np.random.default_rng(s))
+        assert min(len(c) for c in clients) >= 10
+        assert_disjoint(clients)
+        assert np.array_equal(np.sort(np.concatenate(clients)), pool)
+        for c in clients:   # classes are dealt in order: a client full (>= N/M) before class k gets none of it
+            counts = np.bincount(labels[c], minlength=10)
+            before = np.concatenate([[0], np.cumsum(counts)[:-1]])
+            assert not ((before >= len(pool) / 5) & (counts > 0)).any()
+
+
 def dominance(clients, labels):
     """Mean over clients of the share of the client's most frequent class."""
     return np.mean([np.bincount(labels[c], minlength=10).max() / len(c) for c in clients])
