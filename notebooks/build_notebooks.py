@@ -169,7 +169,8 @@ NOTEBOOKS = {
                "15 points (3 seeds);\n# (4) check: one SemiFL run <= about 10 minutes on 2 cores.\n"
                "ds = pairs[0][0]\n"
                "fsl = report.run_all(report.fsl_sizing_configs(profile, ds), seed_list[:2], results_dir, device)\n"
-               "plateau, fsl_epochs = report.fsl_plateau(fsl)\ndisplay(plateau)\n"
+               "plateau, fsl_epochs = report.fsl_plateau(fsl, report.profile(profile, ds, algorithm='fully-supervised')"
+               ".server_batch)\ndisplay(plateau)\n"
                "print('rule (1): E_F =', fsl_epochs, 'epochs')",
                CHECK + "cfg = report.make(profile, ds, report.profile(profile, ds).num_supervised, rounds)\n"
                "r = report.rounds_rule(cfg, fsl_epochs, report.TRAIN_SIZE[ds])\n"

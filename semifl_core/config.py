@@ -327,7 +327,7 @@ PAPER = dict(num_clients=100, active_rate=0.1, rounds=800, local_epochs=5.0, cli
 # cadence, and sBN statistics from the server's data (Appendix B's practical choice; Table 3 finds it equal).
 # N_S and the rounds are chosen by the rule in README.md ("The small profile"), from the supervised baselines and
 # the CPU budget only.
-SMALL = dict(model="cnn", num_supervised=250, num_clients=100, active_rate=0.1, rounds=40, local_epochs=5.0,
+SMALL = dict(model="cnn", num_supervised=100, num_clients=100, active_rate=0.1, rounds=30, local_epochs=5.0,
              client_batch=10, server_batch=10, server_epochs=5.0, sbn_source="server", dataset="fashionmnist")
 # Seconds: for tests and CI.
 SMOKE = dict(dataset="synthetic", model="cnn", num_supervised=100, num_clients=10, active_rate=0.3, rounds=2,
@@ -337,7 +337,7 @@ SMOKE = dict(dataset="synthetic", model="cnn", num_supervised=100, num_clients=1
 
 # The (dataset, N_S) pairs each profile covers (the notebooks loop over them).
 PROFILE_GRID = {"paper": [(d, n) for d, ns in PAPER_NUM_SUPERVISED.items() for n in ns],
-                "small": [("fashionmnist", 250)], "smoke": [("synthetic", 100)]}
+                "small": [("fashionmnist", 100)], "smoke": [("synthetic", 100)]}
 # Fully Supervised trains centrally on the whole training set, one epoch per round with Table 4's batch of 10 (in
 # `small` the same batch as the clients and the server, so that its sample-epochs compare with theirs; its length is
 # sized in README.md, "The small profile"); sBN statistics from all 60,000 images make its evaluation costly, so it
