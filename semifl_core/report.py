@@ -602,6 +602,7 @@ def profile_differences(profile_name, ds, n) -> pd.DataFrame:
 # within 0.5 points of the next. The old recipe (batch 250, which is not faster per epoch on a CPU) is shown beside.
 FSL_SIZING_EPOCHS = {"small": (5, 10, 20), "paper": (5, 10, 20), "smoke": (1, 2)}
 FSL_OLD_RECIPE = {"small": (250, (10, 20, 40))}
+SCALE_NS = (40, 100, 250, 1000)
 
 
 def fsl_sizing_configs(p, ds) -> dict:
