@@ -1,5 +1,6 @@
 # `make demo`: SemiFL and Partially Supervised on Fashion-MNIST (small profile, CPU, a few minutes).
-# `make test`: the test suite (with the notebooks executed headlessly in the smoke profile).
+# `make test`: the test suite (with the notebooks executed headlessly in the smoke profile), then nbval on the
+# committed notebooks against the committed results (SEMIFL_NO_TRAIN=1: a run missing from results/ is an error).
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
@@ -17,3 +18,4 @@ demo: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(PY) -m pytest -q tests
+	SEMIFL_NO_TRAIN=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider notebooks/

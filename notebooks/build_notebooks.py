@@ -10,6 +10,8 @@ from pathlib import Path
 import nbformat
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
+from semifl_core import report
+
 HERE = Path(__file__).resolve().parent
 CHECK = "# NBVAL_CHECK_OUTPUT\n"
 
@@ -25,6 +27,8 @@ rounds = None              # None -> the profile's number of rounds
 """
 
 SETUP = """\
+from semifl_core.config import check_parameters
+check_parameters(profile, seed, seeds, dataset, rounds, device)   # a bad parameter: one line saying which and why
 import pandas as pd
 import matplotlib
 import matplotlib.pyplot as plt
@@ -72,7 +76,9 @@ NOTEBOOKS = {
               "Dir(0.3), IID), SemiFL, FedAvg + FixMatch and supervised FedAvg with sBN (the paper's HeteroFL row). "
               "The SSL rows and FedMatch / FedRGD are **the paper's numbers only** (not run here). Accuracy is the "
               "best round's test accuracy (as the paper reports), mean(population std) over seeds.",
-        cells=table_cells("table1_configs", "table1(df, ds, n)", "table1_claims(df, pairs)")),
+        cells=[run_cell("table1_configs"), CHECK + "for ds, n in pairs:\n    display(report.table1(df, ds, n))",
+               CHECK + "for ds, n in pairs:\n    display(report.gap_table(df, ds, n))",
+               CHECK + "report.table1_claims(df, pairs)"]),
     "table2": dict(
         title="Table 2: ablation of alternate training (fine-tune x global pseudo-labels)",
         intro="Four combinations of *fine-tune the global model with labeled data* and *generate pseudo-labels with "
@@ -112,7 +118,7 @@ NOTEBOOKS = {
               "Partially Supervised, under IID and Non-IID K=2.",
         cells=[run_cell("figure2_configs"),
                CHECK + "final = df.groupby(['pair', 'method', 'partition']).best_acc.agg(report.mean_std).unstack()\n"
-               "final.loc[:, ['iid', 'non-iid-l-2']]",
+               "final.reindex(columns=['iid', 'non-iid-l-2'])",
                curves_cell("Figure 2", "'figure2' if len(pairs) == 1 else f'figure2_{ds}_{n}'",
                            baselines="report.ABLATION_PARTITIONS"),
                CHECK + "report.figure2_claims(df, pairs)"]),
@@ -133,7 +139,7 @@ NOTEBOOKS = {
               "draw alone causes (split seeds 0-4, everything else fixed). Rule for a verdict: two results differ "
               "only when their means differ by more than their two seed spreads (population std) together; "
               "otherwise *within noise*. Accuracies are final-round test accuracies.",
-        extra_parameters="num_supervised_list = None  # None -> N_S=40 and the profile's N_S\n",
+        extra_parameters="num_supervised_list = None  # None -> [40, the N_S of the profile]\n",
         cells=["from semifl_core.run import get_data, pick_device\n"
                "data = get_data(pairs[0][0], None, pick_device(device))\n"
                "ns_list = num_supervised_list or report.diagnosis_ns(profile, dataset)\n"
@@ -142,9 +148,8 @@ NOTEBOOKS = {
                "print(report.runs_summary(df))",
                CHECK + "report.stage_table(df)",
                "long = report.stage_curves(df)\n"
-               "g = sns.relplot(data=long, x='round', y='acc', hue='stage', col='num_supervised', kind='line', "
-               "errorbar='sd', height=3.4, aspect=1.3, facet_kws=dict(sharey=False))\n"
-               "g.set_axis_labels('round', 'test accuracy (%)')\n"
+               "g = report.lineplot_grid(long, 'acc', hue='stage', col='num_supervised', ylabel='test accuracy (%)', "
+               "title=f'Accuracy at each stage of a round (profile {profile})')\n"
                "print(report.save_figure(g, figures_dir, f'diagnosis_stages_{pairs[0][0]}'))\nplt.show()",
                CHECK + "report.class_table(df, data.class_names)",
                CHECK + "pd.concat([report.suspects_table(df, n) for n in ns_list], ignore_index=True)",
@@ -203,9 +208,12 @@ def build(name, spec) -> nbformat.NotebookNode:
     params.metadata["tags"] = ["parameters"]
     cells = [new_markdown_cell(f"# {spec['title']}\n\n{spec['intro']}\n\nThe paper's numbers are quoted from "
                                "`semifl_core/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/"
-                               "SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. The last cell states "
-                               "which of the paper's claims held at this profile."),
-             params, new_code_cell(SETUP)]
+                               "SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* "
+                               "here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the "
+                               "profile's rounds); *Fully Supervised* on all labels for the profile's length "
+                               "(README, 'The small profile'). Results are mean (population std) and n over seeds. "
+                               f"{report.RULE} The last cell states what held at this profile."),
+    params, new_code_cell(SETUP)]
     cells += [new_code_cell(src) for src in spec["cells"]]
     nb.cells = cells
     for i, c in enumerate(nb.cells):

@@ -290,7 +290,7 @@ def check_device(device) -> str:
     return name
 
 
-def check_parameters(profile_name="small", seed=0, seeds=None, dataset=None, rounds=None, device="auto",
+def check_parameters(profile_name="small", seed=None, seeds=None, dataset=None, rounds=None, device="auto",
                      **overrides) -> None:
     """A notebook's parameters, checked up front with the same one-line ConfigErrors as `semifl run --set`:
     every (dataset, seed) the notebook would build must give a valid config."""
@@ -298,13 +298,15 @@ def check_parameters(profile_name="small", seed=0, seeds=None, dataset=None, rou
         raise ConfigError(f"profile={profile_name!r}: allowed are {', '.join(PROFILES)}")
     check_device(device)
     if seeds is not None and (isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__")):
-        raise ConfigError(f"seeds={seeds!r}: must be None or a list of integers, e.g. [0, 1, 2]")
+        raise ConfigError(f"seeds={seeds!r}: must be None or a list of integers, e.g. [0, 1, 2] "
+                          "(papermill: -y 'seeds: [0, 1]', or -p seed 3 for one)")
     if rounds is not None:
         overrides["rounds"] = rounds
     datasets = [dataset] if dataset is None or isinstance(dataset, str) else list(dataset)
-    for s in [seed] if seeds is None else list(seeds):
+    given = ([] if seed is None else [seed]) + ([] if seeds is None else list(seeds))
+    for s in given or [None]:   # no seed given: still check the profile, dataset and overrides
         for ds in datasets:
-            profile(profile_name, ds, seed=s, **overrides)
+            profile(profile_name, ds, **overrides, **({} if s is None else {"seed": s}))
 
 
 # ---------------------------------------------------------------------- profiles

@@ -1,0 +1,81 @@
+"""The report's rules: verdicts by the seeds' spread, the gap closed seed by seed, the profile-sizing rule, and
+rendering from the results store alone (SEMIFL_NO_TRAIN)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from semifl_core import report
+from semifl_core.config import TRAIN_SIZE, profile
+
+
+@pytest.mark.parametrize("a, b, want", [
+    ([80, 81, 82], [70, 71, 72], "held"),            # 10 points apart, spreads 0.8 each
+    ([70, 71, 72], [80, 81, 82], "not held"),
+    ([80, 82, 84], [79, 80, 81], "within noise"),    # 2 apart < spreads 1.63 + 0.82
+    ([80, 82, 84], [76, 77, 78], "held"),            # 5 apart > 2.45
+    ([80], [70, 71], "one seed: no verdict"),
+    ([], [70, 71], "not run"),
+])
+def test_above_compares_the_gap_with_both_seed_spreads(a, b, want):
+    assert report.above(a, b) == want
+
+
+def test_at_least_and_every():
+    assert report.at_least([0.6, 0.7, 0.8], 0.5) == "held"          # mean 0.7, std 0.08
+    assert report.at_least([0.2, 0.3, 0.4], 0.5) == "not held"
+    assert report.at_least([0.3, 0.5, 0.7], 0.5) == "within noise"
+    assert report.every(["held", "held"]) == "held"
+    assert report.every(["held", "not held", "not run"]) == "not held"
+    assert report.every(["held", "not run"]) == "not all run"
+    assert report.every(["held", "within noise"]) == "within noise"
+
+
+def test_mean_std_says_not_run_for_no_values_and_na_for_undefined():
+    assert report.mean_std([]) == "not run"
+    assert report.mean_std([float("nan")]) == "n/a"
+    assert report.mean_std([70.0]) == "70.0 (n=1)"
+    assert report.mean_std([70.0, 72.0]) == "71.0 (1.0) n=2"
+
+
+def _rows(method, accs, partition="iid"):
+    return [dict(method=method, dataset="fashionmnist", num_supervised=100, partition=partition, seed=s,
+                 final_acc=a, best_acc=a) for s, a in accs.items()]
+
+
+def test_gap_closed_pairs_each_seed_with_its_own_baselines():
+    # SemiFL has seeds 0 and 2 only: seed 2 must meet seed 2's baselines, not seed 1's
+    df = pd.DataFrame(_rows("SemiFL", {0: 80.0, 2: 85.0}) + _rows("Partially Supervised", {0: 70.0, 1: 0.0, 2: 75.0})
+                      + _rows("Fully Supervised", {0: 90.0, 1: 50.0, 2: 95.0}))
+    iid = report.gap_table(df, "fashionmnist", 100).set_index("partition").loc["IID"]
+    assert iid["SemiFL - Partially, final round"] == "10.0 (0.0) n=2"
+    assert iid["gap closed (%), final round"] == "50.0 (0.0) n=2"
+    assert iid["SemiFL, final round"] == "82.5 (2.5) n=2"
+
+
+def test_the_sizing_rule_reproduces_the_small_profile():
+    """README, 'The small profile': E_F = 10 epochs (batch 10) gives R = 30 rounds; N_S = the largest N_S whose
+    Fully - Partially Supervised gap is at least 15 points."""
+    cfg = report.make("small", "fashionmnist", 100)
+    assert report.rounds_rule(cfg, 10, TRAIN_SIZE["fashionmnist"]) == 30 == cfg.rounds
+    assert report.rounds_rule(cfg, 20, TRAIN_SIZE["fashionmnist"]) == 50
+    fsl = pd.DataFrame({"label": ["N_S=100 | Fully Supervised"] * 2, "final_acc": [87.0, 87.6], "num_supervised": 100})
+    psl = pd.DataFrame({"label": "x | Partially Supervised", "num_supervised": [40, 40, 100, 100, 250, 250],
+                        "final_acc": [56.0, 56.2, 69.0, 70.4, 76.8, 77.0]})
+    table, ns = report.ns_rule(pd.concat([fsl, psl], ignore_index=True))
+    assert ns == 100 and list(table.gap) == [31.2, 17.6, 10.4]
+    sizing = pd.DataFrame({"label": [f"batch 10, {e} epochs" for e in (5, 5, 10, 10, 20, 20)],
+                           "final_acc": [86.84, 86.33, 87.36, 87.29, 88.03, 87.62]})
+    plateau, epochs = report.fsl_plateau(sizing, 10)
+    assert epochs == 10 and list(plateau["gain of doubling"].iloc[:2]) == [0.74, 0.5]
+
+
+def test_without_training_missing_runs_are_left_out_and_named(tmp_path, monkeypatch, capsys):
+    cfg = profile("smoke", rounds=1)
+    report.run_all({"done": cfg}, [0], tmp_path, device="cpu", workers=1)          # trains one run
+    monkeypatch.setenv("SEMIFL_NO_TRAIN", "1")
+    df = report.run_all({"done": cfg, "missing": cfg.replace(local_epochs=2.0)}, [0, 1], tmp_path, device="cpu")
+    assert list(zip(df.label, df.seed)) == [("done", 0)] and df.reused.all()
+    out = capsys.readouterr().out
+    assert "3 of 4 runs are not in" in out and "missing (seed 1)" in out and "done (seed 1)" in out
+    empty = report.run_all({"missing": cfg.replace(local_epochs=2.0)}, [0], tmp_path, device="cpu")
+    assert empty.empty and list(empty.columns) == report.COLUMNS
