@@ -167,7 +167,23 @@ def _command(args) -> int:
     print(f"\nprofile {args.profile}, dataset {cfg.dataset}, N_S={cfg.num_supervised}, {cfg.partition}, "
           f"{cfg.rounds} rounds")
     print("\n".join(lines))
+    print(_committed(cfgs))
     return 0
+
+
+def _committed(cfgs, seeds=(0, 1, 2)) -> str:
+    """The same configs' runs in the repository's committed results/ (seeds 0-2), mean (std) n, to compare with."""
+    from .report import mean_std, repo_path, shown
+    from .results import open_run
+    where = repo_path("results")
+    out = [f"committed runs of the same configs in {shown(where)} (seeds {', '.join(map(str, seeds))}; final round, "
+           "best round):"]
+    for cfg in cfgs:
+        found = [open_run(where, cfg.replace(seed=s)) for s in seeds]
+        done = [i.summary for i in found if i.state == "complete"]
+        out.append(f"{cfg.algorithm:>22}: " + (f"{mean_std([d['final_acc'] for d in done])}, "
+                                               f"{mean_std([d['best_acc'] for d in done])}" if done else "none"))
+    return "\n".join(out)
 
 
 def _runs(results_dir, clean: bool) -> int:
