@@ -3,7 +3,11 @@
 # `make test`: the test suite (with the notebooks executed headlessly in the smoke profile), then nbval on the
 # committed notebooks against the committed results (SEMIFL_NO_TRAIN=1: nothing trains; a run missing from results/
 # is left out and named in the notebook, and its cells say "not run").
+# `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each).
+# `make notebooks`: re-execute every notebook in place, training the runs it needs that are missing (hours on a
+# CPU; resumable: stop it and start again, finished runs are kept). Commit results/ text and the notebooks after.
 VENV ?= .venv
+NOTEBOOKS := table4 table1 learning_curves diagnosis scale table2 figure6 table3 table5 figure2
 PY := $(VENV)/bin/python
 
 $(VENV)/.installed: pyproject.toml
@@ -12,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test install
+.PHONY: demo test install render notebooks
 install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -21,3 +25,9 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q tests
 	SEMIFL_NO_TRAIN=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider notebooks/
+
+render: $(VENV)/.installed
+	for nb in $(NOTEBOOKS); do SEMIFL_NO_TRAIN=1 $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
+
+notebooks: $(VENV)/.installed
+	for nb in $(NOTEBOOKS); do $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
