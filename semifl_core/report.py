@@ -845,12 +845,20 @@ def scale_claims(table, cfg) -> pd.DataFrame:
     return claims(items)
 
 
+def train_minutes(path) -> float:
+    """A run's training time in minutes: the per-phase times its metrics.csv records each round, summed (start-up
+    excluded). Unlike summary.json's wall_time_s (the last process's time), it counts every round of a resumed run."""
+    m = load_metrics(path)
+    return float(np.nansum(m[[c for c in m.columns if c.startswith("time_")]].to_numpy(float)) / 60)
+
+
 def cost_table(df) -> pd.DataFrame:
-    """Wall time per run as its summary recorded it (minutes, mean over seeds) by point and method: the CPU budget,
-    rule (4). Runs trained in a sweep share the 2 cores with one other run (one thread each)."""
+    """Training minutes per run (train_minutes, mean over seeds) by point and method: the CPU budget, rule (4).
+    Runs trained in a sweep share the 2 cores with one other run (one thread each)."""
     d = df.assign(point=df.label.str.split(" | ", regex=False).str[0],
-                  method=df.label.str.split(" | ", regex=False).str[1])
-    return (d.pivot_table(index="point", columns="method", values="wall_time_s", aggfunc="mean", sort=False) / 60).round(1)
+                  method=df.label.str.split(" | ", regex=False).str[1],
+                  minutes=[train_minutes(p) for p in df.path])
+    return d.pivot_table(index="point", columns="method", values="minutes", aggfunc="mean", sort=False).round(1)
 
 
 # Each suspect of the diagnosis changes one thing of the profile (the issue's list); "5x rounds" keeps the cosine
