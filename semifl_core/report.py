@@ -771,15 +771,16 @@ def scale_points(df) -> pd.DataFrame:
 def scale_table(df) -> pd.DataFrame:
     """Per point: SemiFL, Partially and Fully Supervised (final round, mean(std) over seeds, n), the gain
     SemiFL - Partially Supervised and the fraction of the gap closed (computed seed by seed), with the verdict of
-    the gain against zero by `differs` (is the gain outside its seeds' spread?)."""
+    SemiFL against Partially Supervised by RULE. n counts the SemiFL runs in the store."""
     rows = []
     for point, g in scale_points(df).groupby("point", sort=False):
-        rows.append({"point": point, "n": len(g), "Fully Supervised": mean_std(g["Fully Supervised"]),
-                     "Partially Supervised": mean_std(g["Partially Supervised"]), "SemiFL": mean_std(g["SemiFL"]),
-                     "SemiFL - Partially": mean_std(g["gain"]), "gap closed (%)": mean_std(100 * g["closed"]),
-                     "gain": verdict(g["SemiFL"], g["Partially Supervised"]),
-                     "_gain": g["gain"].to_numpy(), "_closed": g["closed"].to_numpy(),
-                     "_semi": g["SemiFL"].to_numpy(), "_psl": g["Partially Supervised"].to_numpy()})
+        v = {k: g[k].dropna().to_numpy() for k in ("SemiFL", "Partially Supervised", "Fully Supervised", "gain",
+                                                   "closed")}   # NaN: that method's run is not in the store
+        rows.append({"point": point, "n": len(v["SemiFL"]), "Fully Supervised": mean_std(v["Fully Supervised"]),
+                     "Partially Supervised": mean_std(v["Partially Supervised"]), "SemiFL": mean_std(v["SemiFL"]),
+                     "SemiFL - Partially": mean_std(v["gain"]), "gap closed (%)": mean_std(100 * v["closed"]),
+                     "gain": verdict(v["SemiFL"], v["Partially Supervised"]),
+                     "_gain": v["gain"], "_closed": v["closed"], "_semi": v["SemiFL"], "_psl": v["Partially Supervised"]})
     return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi", "_psl"])
 
 
@@ -803,7 +804,8 @@ def scale_figure(table, cfg):
     fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw=dict(width_ratios=[1, 1.4]))
     x = np.arange(len(table))
     for ax, col, scale in ((a, "_gain", 1), (b, "_closed", 100)):
-        ax.errorbar(x, [scale * v.mean() for v in table[col]], yerr=[scale * v.std() for v in table[col]], fmt="o",
+        ax.errorbar(x, [scale * v.mean() if len(v) else np.nan for v in table[col]],
+                    yerr=[scale * v.std() if len(v) else np.nan for v in table[col]], fmt="o",
                     capsize=3, label=f"ours ({paper.DATASET_NAMES.get(cfg.dataset, cfg.dataset)}, {cfg.model})")
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xticks(x, table.point, rotation=30, ha="right")
