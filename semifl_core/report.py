@@ -867,6 +867,7 @@ def cost_table(df) -> pd.DataFrame:
 # over all rounds.
 SUSPECTS = {
     "client E=1 (profile E=5)": lambda c: dict(local_epochs=1.0),
+    "no global momentum (beta_g=0)": lambda c: dict(global_momentum=0.0),
     "5x rounds": lambda c: dict(rounds=5 * c.rounds),
     "wider CNN (cnn-w2)": lambda c: dict(model="cnn-w2"),
     "client momentum reset": lambda c: dict(client_momentum="reset"),
