@@ -1062,9 +1062,10 @@ def split_table(splits) -> pd.DataFrame:
     d = splits.assign(method=splits.label.str.split(" | ", regex=False).str[0])
     rows = []
     for (n, method), g in d.groupby(["num_supervised", "method"], sort=False):
-        v = g.sort_values("label").final_acc
-        rows.append({"N_S": n, "method": method, **{f"split {k}": round(a, 1) for k, a in enumerate(v)},
-                     "mean(std)": mean_std(v), "range": round(v.max() - v.min(), 1)})
+        g = g.assign(split=g.label.str.rsplit(" ", n=1).str[-1].astype(int)).sort_values("split")
+        v = g.final_acc
+        rows.append({"N_S": n, "method": method, **{f"split {k}": round(a, 1) for k, a in zip(g.split, v)},
+                     "mean(std)": mean_std(v), "range": round(v.max() - v.min(), 1) if len(v) > 1 else "n/a"})
     return _table(rows, ["N_S", "method", "mean(std)", "range"])
 
 
@@ -1081,7 +1082,8 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
         sp = spread[(spread.N_S == n) & (spread.method == "SemiFL")]
         items.append((f"N_S={n}: SemiFL ({mean_std(semi)}) vs Partially Supervised ({mean_std(part)})",
                       verdict(semi, part), f"labeled-set draw alone moves SemiFL by {sp['range'].iloc[0]} points "
-                      f"(split seeds 0-4)" if len(sp) else ""))
+                      f"({sp['mean(std)'].iloc[0].split('n=')[-1]} of split seeds 0-4 run)"
+                      if len(sp) and sp['range'].iloc[0] != "n/a" else "labeled-set spread: fewer than 2 splits run"))
         late = stages[(stages.N_S == n) & (stages.rounds == "rounds T/2-T")]
         if len(late):
             cols = ["client training", "averaging", "global momentum", "server fine-tune"]

@@ -79,3 +79,13 @@ def test_without_training_missing_runs_are_left_out_and_named(tmp_path, monkeypa
     assert "3 of 4 runs are not in" in out and "missing (seed 1)" in out and "done (seed 1)" in out
     empty = report.run_all({"missing": cfg.replace(local_epochs=2.0)}, [0], tmp_path, device="cpu")
     assert empty.empty and list(empty.columns) == report.COLUMNS
+
+
+def test_split_table_names_columns_by_split_and_needs_two_splits_for_a_range():
+    splits = pd.DataFrame({"num_supervised": [40] * 3,
+                           "label": ["SemiFL | split 3", "SemiFL | split 0", "Partially Supervised | split 1"],
+                           "final_acc": [60.0, 50.0, 55.0]})
+    t = report.split_table(splits).set_index("method")
+    assert t.loc["SemiFL", "split 0"] == 50.0 and t.loc["SemiFL", "split 3"] == 60.0   # not by position
+    assert t.loc["SemiFL", "range"] == 10.0
+    assert t.loc["Partially Supervised", "range"] == "n/a"                             # one split: no spread
