@@ -89,3 +89,12 @@ def test_split_table_names_columns_by_split_and_needs_two_splits_for_a_range():
     assert t.loc["SemiFL", "split 0"] == 50.0 and t.loc["SemiFL", "split 3"] == 60.0   # not by position
     assert t.loc["SemiFL", "range"] == 10.0
     assert t.loc["Partially Supervised", "range"] == "n/a"                             # one split: no spread
+
+
+def test_notebook_default_folders_are_the_repositorys_from_any_working_directory(tmp_path, monkeypatch):
+    # issue 12 item 11: papermill from the root or from notebooks/ must read and write the clone's results/
+    for cwd in (tmp_path, report.REPO / "notebooks"):
+        monkeypatch.chdir(cwd)
+        assert report.repo_path("results") == report.REPO / "results"
+        assert report.repo_path("figures") == report.REPO / "figures"
+    assert report.repo_path("results", "elsewhere") == report.Path("elsewhere")
