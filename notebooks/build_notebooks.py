@@ -138,7 +138,9 @@ NOTEBOOKS = {
               "Then each suspect changed alone (one run per suspect and seed), and the spread that the labeled-set "
               "draw alone causes (split seeds 0-4, everything else fixed). Rule for a verdict: two results differ "
               "only when their means differ by more than their two seed spreads (population std) together; "
-              "otherwise *within noise*. Accuracies are final-round test accuracies.",
+              "otherwise *within noise*. Accuracies are final-round test accuracies. One suspect was not fixed in advance: "
+              "*no global momentum (beta_g=0)* was added after the first instrumented N_S=40 runs showed the aggregate "
+              "losing most accuracy at the momentum step, so it tests a hypothesis the data suggested.",
         extra_parameters="num_supervised_list = None  # None -> [40, the N_S of the profile]\n",
         cells=["from semifl_core.run import get_data, pick_device\n"
                "data = get_data(pairs[0][0], None, pick_device(device))\n"
