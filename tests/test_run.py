@@ -46,6 +46,18 @@ def test_same_config_and_seed_gives_the_same_numbers_and_engines_agree(tmp_path)
         torch.testing.assert_close(_weights(vec["path"])[k], v, atol=1e-4, rtol=1e-3)
 
 
+
+def test_instrumentation_measures_without_changing_the_run(tmp_path):
+    # the diagnosis notebook's stage accuracies are only meaningful if measuring them leaves training untouched
+    cfg = profile("smoke", rounds=2, threshold=0.0)
+    plain, inst = _run(cfg, tmp_path / "a"), _run(cfg.replace(diagnostics=True), tmp_path / "b")
+    a, b = _metrics(plain["path"]), _metrics(inst["path"])
+    assert {"acc_start", "acc_client_mean", "acc_average", "acc_aggregate", "acc_finetuned"} <= set(b.columns)
+    pd.testing.assert_frame_equal(a, b[a.columns])
+    for k, v in _weights(plain["path"]).items():
+        assert torch.equal(v, _weights(inst["path"])[k])
+    assert (b.acc_finetuned == b.test_acc).all() and (b.acc_start.iloc[1:].values == b.test_acc.iloc[:-1].values).all()
+
 def test_semifl_learns_on_synthetic_data(tmp_path):
     s = _run(profile("smoke", rounds=3), tmp_path)
     assert s["final_acc"] > 40  # 10 classes: chance is 10%
