@@ -838,10 +838,12 @@ def scale_claims(table, cfg) -> pd.DataFrame:
               f"SemiFL {shown_(prof, 'SemiFL')} vs Partially Supervised {shown_(prof, 'Partially Supervised')}"),
              ("At the profile SemiFL closes at least half of the gap (the issue's goal)",
               at_least(col(prof, "_closed"), 0.5), f"gap closed {shown_(prof, 'gap closed (%)')} %")]
+    ran = [m for m in SCALE_NS if len(np.atleast_1d(col(f"N_S={m}", "_gain")))] or [SCALE_NS[-1], SCALE_NS[0]]
     for name, a, b in ((f"more rounds ({5 * cfg.rounds} vs {cfg.rounds})", f"rounds={5 * cfg.rounds}", prof),
                        ("more local epochs (E=5 vs E=1)", prof, "E=1.0"),
                        ("a wider model (cnn-w2 vs cnn)", "model=cnn-w2", prof),
-                       ("more labels (N_S=1000 vs 40)", "N_S=1000", "N_S=40")):
+                       (f"more labels (N_S={max(ran)} vs {min(ran)}, the extremes with SemiFL runs)",
+                        f"N_S={max(ran)}", f"N_S={min(ran)}")):
         items.append((f"The gain SemiFL - Partially Supervised grows with {name}", above(col(a, "_gain"), col(b, "_gain")),
                       f"gain {shown_(a, 'SemiFL - Partially')} vs {shown_(b, 'SemiFL - Partially')}"))
     return claims(items)
