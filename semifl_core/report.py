@@ -920,8 +920,8 @@ def suspects_table(df, n) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-ROUND_STAGES = [("acc_start", "global model at the start"), ("acc_client_mean", "client models (mean)"),
-                ("acc_average", "mean of the client models"), ("acc_aggregate", "after global momentum"),
+ROUND_STAGES = [("acc_start", "global model at the start"), ("acc_client_mean", "client models (their mean accuracy)"),
+                ("acc_average", "average of the client weights"), ("acc_aggregate", "after global momentum"),
                 ("acc_finetuned", "after the server fine-tune")]
 
 
