@@ -838,7 +838,7 @@ def scale_claims(table, cfg) -> pd.DataFrame:
               f"SemiFL {shown_(prof, 'SemiFL')} vs Partially Supervised {shown_(prof, 'Partially Supervised')}"),
              ("At the profile SemiFL closes at least half of the gap (the issue's goal)",
               at_least(col(prof, "_closed"), 0.5), f"gap closed {shown_(prof, 'gap closed (%)')} %")]
-    ran = [m for m in SCALE_NS if len(np.atleast_1d(col(f"N_S={m}", "_gain")))] or [SCALE_NS[-1], SCALE_NS[0]]
+    ran = [m for m in SCALE_NS if len(col(f"N_S={m}", "_gain"))] or [SCALE_NS[-1], SCALE_NS[0]]
     for name, a, b in ((f"more rounds ({5 * cfg.rounds} vs {cfg.rounds})", f"rounds={5 * cfg.rounds}", prof),
                        ("more local epochs (E=5 vs E=1)", prof, "E=1.0"),
                        ("a wider model (cnn-w2 vs cnn)", "model=cnn-w2", prof),
@@ -942,25 +942,39 @@ def stage_curves(df) -> pd.DataFrame:
     return long.assign(stage=long.stage.map(dict(ROUND_STAGES))).dropna(subset=["acc"])
 
 
+# The stages of a round as (name, accuracy after it, accuracy before it).
+STAGE_STEPS = [("client training", "acc_client_mean", "acc_start"), ("averaging", "acc_average", "acc_client_mean"),
+               ("global momentum", "acc_aggregate", "acc_average"),
+               ("server fine-tune", "acc_finetuned", "acc_aggregate")]
+
+
+def _stage_halves(df):
+    """The instrumented runs' rounds grouped by (N_S, half of training)."""
+    c = _instrumented(df)
+    half = np.where(c["round"] <= c["round"].max() / 2, "rounds 1-T/2", "rounds T/2-T")
+    return c.assign(half=half).groupby(["num_supervised", "half"])
+
+
+def _stage_change(g, after, before) -> pd.Series:
+    """Per seed, the mean change of test accuracy across one stage of a round."""
+    return (g[after] - g[before]).groupby(g.seed).mean()
+
+
 def stage_table(df) -> pd.DataFrame:
     """Where a round loses accuracy: the change at each stage, averaged over rounds (first half and second half of
     training) and seeds, per N_S."""
-    c = _instrumented(df)
-    steps = [("client training", "acc_client_mean", "acc_start"), ("averaging", "acc_average", "acc_client_mean"),
-             ("global momentum", "acc_aggregate", "acc_average"), ("server fine-tune", "acc_finetuned", "acc_aggregate")]
-    half = np.where(c["round"] <= c["round"].max() / 2, "rounds 1-T/2", "rounds T/2-T")
     rows = []
-    for (n, h), g in c.assign(half=half).groupby(["num_supervised", "half"]):
+    for (n, h), g in _stage_halves(df):
         row = {"N_S": n, "rounds": h, "start": mean_std(g.groupby("seed").acc_start.mean())}
-        for name, after, before in steps:
-            row[name] = mean_std((g[after] - g[before]).groupby(g.seed).mean())
+        for name, after, before in STAGE_STEPS:
+            row[name] = mean_std(_stage_change(g, after, before))
         row["fine-tune loss, first -> last step"] = (f"{g.server_loss_first.mean():.2f} -> "
                                                      f"{g.server_loss_last.mean():.2f}")
         row["label ratio"] = f"{g.label_ratio.mean():.2f}"
         row["threshold accuracy"] = f"{g.threshold_acc.mean():.1f}"
         row["mix-label accuracy"] = f"{g.mix_acc.mean():.1f}"
         rows.append(row)
-    return _table(rows, ["N_S", "rounds", "start", *(name for name, _, _ in steps)])
+    return _table(rows, ["N_S", "rounds", "start", *(name for name, _, _ in STAGE_STEPS)])
 
 
 def class_table(df, class_names) -> pd.DataFrame:
@@ -1076,23 +1090,26 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
     and each suspect's verdict (by `differs`), with the labeled-set spread beside."""
     items = []
     stages = stage_table(df)
+    late_rounds = {n: g for (n, h), g in _stage_halves(df) if h == "rounds T/2-T"}
     spread = split_table(splits)
     for n in ns_list:
         d = df[df.num_supervised == n]
         semi = d[d.label == INSTRUMENTED].final_acc
         part = d[d.label == "Partially Supervised"].final_acc
         sp = spread[(spread.N_S == n) & (spread.method == "SemiFL")]
+        n_splits = ((splits.num_supervised == n) & splits.label.str.startswith("SemiFL | ")).sum()
         items.append((f"N_S={n}: SemiFL ({mean_std(semi)}) vs Partially Supervised ({mean_std(part)})",
                       verdict(semi, part), f"labeled-set draw alone moves SemiFL by {sp['range'].iloc[0]} points "
-                      f"({sp['mean(std)'].iloc[0].split('n=')[-1]} of split seeds 0-4 run)"
-                      if len(sp) and sp['range'].iloc[0] != "n/a" else "labeled-set spread: fewer than 2 splits run"))
+                      f"({n_splits} of split seeds 0-4 run)" if n_splits > 1
+                      else "labeled-set spread: fewer than 2 splits run"))
         late = stages[(stages.N_S == n) & (stages.rounds == "rounds T/2-T")]
         if len(late):
-            cols = ["client training", "averaging", "global momentum", "server fine-tune"]
-            change = {c: float(late[c].iloc[0].split(" ")[0]) for c in cols if late[c].iloc[0][:1] in "-0123456789"}
+            g = late_rounds[n]
+            change = {name: _stage_change(g, after, before).mean() for name, after, before in STAGE_STEPS}
+            change = {name: v for name, v in change.items() if not np.isnan(v)}   # a stage that never happened
             worst = min(change, key=change.get) if change else "not run"
             items.append((f"N_S={n}: the stage of a round that loses most test accuracy (second half of training)",
-                          worst, ", ".join(f"{c} {late[c].iloc[0]}" for c in cols)))
+                          worst, ", ".join(f"{name} {late[name].iloc[0]}" for name, _, _ in STAGE_STEPS)))
         table = suspects_table(df, n).set_index("run")
         for name in SUSPECTS:
             if name in table.index:
