@@ -13,7 +13,8 @@ import os
 import re
 import sys
 
-from .config import ALGORITHMS, DATASETS, DEVICES, PROFILES, ConfigError, parse_value, profile
+from .config import DATASETS, DEVICES, PROFILES, ConfigError, parse_value, profile
+from .methods import METHODS, PARTIALLY_SUPERVISED, SEMIFL
 
 
 class Parser(argparse.ArgumentParser):
@@ -68,21 +69,21 @@ def build_parser() -> Parser:
                        description="Train one configuration. A complete run in --results-dir is reused, an "
                                    "interrupted one resumed from its checkpoint; a run that another process is "
                                    "training is waited for.")
-    common(r, f"one of {', '.join(ALGORITHMS)} (default: semifl)")
+    common(r, f"one of {', '.join(METHODS)} (default: {SEMIFL})")
     r.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
                    help="rounds between checkpoints, an integer >= 1 (default: %(default)s); Ctrl-C or SIGTERM "
                         "also checkpoints after the current round")
     d = sub.add_parser("demo", help="an algorithm and Partially Supervised on one profile",
                        description="Run --algorithm and its baseline, Partially Supervised (the server's labels "
                                    "only), and print both accuracies.")
-    common(d, f"one of {', '.join(a for a in ALGORITHMS if a != 'partially-supervised')} (default: semifl)")
+    common(d, f"one of {', '.join(a for a in METHODS if a != PARTIALLY_SUPERVISED)} (default: {SEMIFL})")
     sub.add_parser("profiles", help="print the profiles' values side by side")
     ls = sub.add_parser("runs", help="list runs and their state (complete / incomplete / corrupt)")
     ls.add_argument("--results-dir", default="results", metavar="DIR", help="default: %(default)s")
     ls.add_argument("--clean", action="store_true",
                     help="remove incomplete and corrupt runs first (never a run that a process holds)")
     b = sub.add_parser("bench", help="time the sequential and vectorized engines on the same rounds")
-    common(b, f"one of {', '.join(ALGORITHMS)} (default: semifl)")
+    common(b, f"one of {', '.join(METHODS)} (default: {SEMIFL})")
     b.add_argument("--rounds", type=int, default=2, metavar="N", help="timed rounds per engine, >= 1 (default: 2)")
     b.add_argument("--warmup", type=int, default=5, metavar="N",
                    help="untimed rounds before timing, >= 0, so that pseudo-labels appear (default: 5)")
@@ -155,12 +156,11 @@ def _command(args) -> int:
                                        checkpoint_every=args.checkpoint_every)))
         return 0
     # demo: the algorithm and its baseline
-    algorithm = overrides.pop("algorithm", "semifl")
-    if algorithm == "partially-supervised":
-        raise ConfigError("--algorithm partially-supervised: the demo runs it anyway, as the baseline; "
-                          f"choose one of {', '.join(a for a in ALGORITHMS if a != algorithm)}")
-    cfgs = [profile(args.profile, dataset, **{**overrides, "algorithm": a})
-            for a in (algorithm, "partially-supervised")]
+    algorithm = overrides.pop("algorithm", SEMIFL)
+    if algorithm == PARTIALLY_SUPERVISED:
+        raise ConfigError(f"--algorithm {algorithm}: the demo runs it anyway, as the baseline; "
+                          f"choose one of {', '.join(a for a in METHODS if a != algorithm)}")
+    cfgs = [profile(args.profile, dataset, **{**overrides, "algorithm": a}) for a in (algorithm, PARTIALLY_SUPERVISED)]
     from .run import run
     lines = [_line(c.algorithm, run(c, args.results_dir, args.device, args.data_root)) for c in cfgs]
     cfg = cfgs[0]

@@ -30,13 +30,14 @@ import math
 import re
 from dataclasses import dataclass, field, fields
 
+from .methods import METHODS, SEMIFL
+
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "svhn": 10, "fashionmnist": 10, "mnist": 10, "synthetic": 10}
 TRAIN_SIZE = {"cifar10": 50000, "cifar100": 50000, "svhn": 73257, "fashionmnist": 60000, "mnist": 60000,
               "synthetic": 2000}
 # samples of the rarest class in each training set (SVHN: digit 9, MNIST: digit 5): bounds the partitions
 SMALLEST_CLASS = {"cifar10": 5000, "cifar100": 500, "svhn": 4659, "fashionmnist": 6000, "mnist": 5421, "synthetic": 200}
-ALGORITHMS = ("semifl", "fedavg-fixmatch", "partially-supervised", "fully-supervised", "fedavg-supervised")
 MODELS = ("wrn28x2", "wrn28x8", "cnn", "cnn-w2")
 NORMS = ("sbn", "gn", "bn")
 ENGINES = ("auto", "vectorized", "sequential")
@@ -51,7 +52,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True)
 class Config:
     # what runs
-    algorithm: str = "semifl"
+    algorithm: str = SEMIFL              # a name in methods.METHODS
     dataset: str = "fashionmnist"
     num_supervised: int = 250            # N_S, labeled images at the server, balanced per class
     model: str = "cnn"
@@ -104,8 +105,13 @@ class Config:
         return max(math.floor(self.active_rate * self.num_clients), 1)
 
     @property
+    def method(self):
+        """The algorithm's entry in the method table (methods.METHODS)."""
+        return METHODS[self.algorithm]
+
+    @property
     def federated(self) -> bool:
-        return self.algorithm in ("semifl", "fedavg-fixmatch", "fedavg-supervised")
+        return self.method.federated
 
     @property
     def partition_kind(self) -> tuple[str, float]:
@@ -132,7 +138,7 @@ class Config:
         def bad(name, allowed):
             raise ConfigError(f"{name}={getattr(self, name)!r}: {allowed}")
 
-        for name, choices in (("algorithm", ALGORITHMS), ("dataset", DATASETS), ("model", MODELS),
+        for name, choices in (("algorithm", tuple(METHODS)), ("dataset", DATASETS), ("model", MODELS),
                               ("norm", NORMS), ("engine", ENGINES), ("strong_aug", STRONG_AUGS),
                               ("sbn_source", ("all", "server")), ("client_momentum", ("keep", "reset")),
                               ("server_momentum", ("keep", "reset")),
@@ -165,7 +171,7 @@ class Config:
             bad("num_supervised", f"must be at most the training set size ({n_train})")
         # the server takes N_S / classes samples of every class (partition.split_server), even the rarest one
         per_class, rarest = self.num_supervised // self.num_classes, SMALLEST_CLASS[self.dataset]
-        if self.algorithm != "fedavg-supervised" and per_class > rarest:
+        if self.method.labels == "server" and per_class > rarest:
             bad("num_supervised", f"takes {per_class} samples per class, but the rarest class of {self.dataset} has "
                                   f"{rarest}: at most {rarest * self.num_classes}")
         if not 0 < self.active_rate <= 1:
@@ -180,7 +186,7 @@ class Config:
             # partition.non_iid_label cuts each class's client samples into K * M / classes shards: a shard (and a
             # client holding only empty shards) would be empty if the rarest class had fewer samples than shards
             shards = value * self.num_clients // self.num_classes
-            pool = rarest - (0 if self.algorithm == "fedavg-supervised" else per_class)
+            pool = rarest - (per_class if self.method.labels == "server" else 0)
             if self.federated and shards > pool:
                 bad("partition", f"cuts each class into K * num_clients / {self.num_classes} = {shards} shards, but "
                                  f"the rarest class has {pool} client samples: shards would be empty and a client "
@@ -205,9 +211,10 @@ class Config:
         if self.engine == "vectorized" and self.norm == "bn":
             bad("engine", "the vectorized engine needs norm 'sbn' or 'gn' (plain BN keeps running buffers); "
                           "use engine=sequential")
-        if self.algorithm == "fedavg-fixmatch" and (self.finetune or self.global_pseudo_labels or self.mix_loss):
-            bad("algorithm", "fedavg-fixmatch means finetune=False, global_pseudo_labels=False, mix_loss=False; "
-                             "build it with profile(..., algorithm='fedavg-fixmatch')")
+        fixed = self.method.fixed
+        if any(getattr(self, k) != v for k, v in fixed.items()):
+            bad("algorithm", f"{self.algorithm} means {', '.join(f'{k}={v}' for k, v in fixed.items())}; "
+                             f"build it with profile(..., algorithm={self.algorithm!r})")
         return self
 
     # ------------------------------------------------------------------ identity
@@ -219,7 +226,7 @@ class Config:
 
     def reads(self, name: str) -> bool:
         """Whether this config's algorithm reads field `name` (the centralized baselines ignore the federation)."""
-        return name not in UNUSED_FIELDS.get(self.algorithm, ())
+        return name not in self.method.unused
 
     def replace(self, **changes) -> "Config":
         return dataclasses.replace(self, **changes).validate()
@@ -234,14 +241,6 @@ EXECUTION_FIELDS = ("engine",)
 LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": "keep", "split_seed": -1}
 
 
-# Fields an algorithm never reads: left out of its run key, so one run of a centralized baseline serves every
-# partition (and, for Fully Supervised, every N_S: it trains on the whole training set).
-_FEDERATION = ("partition", "num_clients", "active_rate", "local_epochs", "client_batch", "threshold", "mixup_alpha",
-               "mix_loss", "global_pseudo_labels", "client_momentum", "finetune", "global_momentum", "sbn_source",
-               "round_order", "strong_aug")
-UNUSED_FIELDS = {"partially-supervised": _FEDERATION, "fully-supervised": (*_FEDERATION, "num_supervised")}
-
-
 def run_key(config: dict) -> str:
     """Hash of everything that changes results (`result_fields`): not execution-only fields, not the package version
     (a release must not orphan every run; config.json records the version that trained a run). Works on a config
@@ -254,10 +253,10 @@ def result_fields(config: dict) -> dict:
     full = {**LATER_FIELDS, **config}
     if full["split_seed"] == full.get("seed"):
         full["split_seed"] = -1
-    unused = UNUSED_FIELDS.get(full.get("algorithm"), ())
+    method = METHODS.get(full.get("algorithm"))
+    unused = method.unused if method else ()
     return {k: v for k, v in full.items() if k not in EXECUTION_FIELDS and k not in unused
             and not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
-FEDAVG_FIXMATCH = dict(finetune=False, global_pseudo_labels=False, mix_loss=False)
 
 
 def parse_value(name: str, text: str):
@@ -340,15 +339,6 @@ SMOKE = dict(dataset="synthetic", model="cnn", num_supervised=100, num_clients=1
 # The (dataset, N_S) pairs each profile covers (the notebooks loop over them).
 PROFILE_GRID = {"paper": [(d, n) for d, ns in PAPER_NUM_SUPERVISED.items() for n in ns],
                 "small": [("fashionmnist", 100)], "smoke": [("synthetic", 100)]}
-# Fully Supervised trains centrally on the whole training set, one epoch per round with Table 4's batch of 10 (in
-# `small` the same batch as the clients and the server, so that its sample-epochs compare with theirs; its length is
-# sized in README.md, "The small profile"); sBN statistics from all 60,000 images make its evaluation costly, so it
-# is evaluated every 5 epochs.
-FULLY_SUPERVISED = {"paper": dict(server_batch=250),
-                    "small": dict(server_batch=10, server_epochs=1.0, rounds=10, eval_every=5),
-                    "smoke": dict(server_epochs=1.0)}
-
-
 def profile(name: str, dataset: str | None = None, **overrides) -> Config:
     """The named profile for a dataset, with overrides applied, validated."""
     if name not in PROFILES:
@@ -368,10 +358,10 @@ def profile(name: str, dataset: str | None = None, **overrides) -> Config:
         n_s = values.setdefault("num_supervised", PAPER_NUM_SUPERVISED.get(ds, (250,))[0])
         table4 = PAPER_TABLE4.get((ds, n_s), dict(model="wrn28x2", server_batch=10 if n_s <= 1000 else 250))
         values.update({k: v for k, v in table4.items() if k not in overrides})
-    if values.get("algorithm") == "fedavg-fixmatch":
-        values.update(FEDAVG_FIXMATCH)
-    if values.get("algorithm") == "fully-supervised":
-        values.update({k: v for k, v in FULLY_SUPERVISED[name].items() if k not in overrides})
+    method = METHODS.get(values.get("algorithm", SEMIFL))
+    if method is not None:   # an unknown name is refused by validate, below
+        values.update(method.fixed)
+        values.update({k: v for k, v in method.profiles.get(name, {}).items() if k not in overrides})
     names = {f.name for f in fields(Config)}
     unknown = sorted(set(values) - names)
     if unknown:

@@ -1,8 +1,11 @@
-"""Local training of several models (the active clients of a round, or the server) from the same start.
+"""Local training of several models (the active clients of a round, or the server) from the same start, on a loss
+function it is given. The engine knows no method: a method builds the tasks (tasks.make_tasks) and the loss.
 
-A `Task` is one model's whole local training, laid out as steps: the uint8 views each step trains on (already
-augmented, see algorithms.make_tasks), their labels and the real batch size of each step. Both engines
-consume the same tasks, so they train on identical inputs:
+A loss function is `loss_fn(f, inputs) -> (loss, aux)`: f maps a normalised image batch to logits, inputs is one
+step of a Task with its uint8 images normalised, aux a 1-D tensor of counts the method wants summed over the steps
+(may be empty). `train` returns the trained weights stacked along a leading model dimension, each model's SGD
+momentum, and per model the sums over its steps of [loss, *aux]. Both engines consume the same tasks, so they
+train on identical inputs:
 
 - `sequential`: one model after another with torch.optim.SGD and clip_grad_norm_: the readable reference.
 - `vectorized`: every client at once; parameters stacked along a leading client dimension, one
@@ -16,53 +19,24 @@ consume the same tasks, so they train on identical inputs:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 
-from . import algorithms
-from .augment import mixup, normalize
+from .augment import normalize
+from .tasks import Task
 
 
-@dataclass
-class Task:
-    kind: str                   # "sup" | "fix" | "fix-mix" | "fixmatch" (see algorithms.local_loss)
-    x: torch.Tensor             # uint8 (S, B, C, H, W): the view the loss trains on (weak for sup, strong else)
-    y: torch.Tensor             # (S, B) labels: true (sup; fixmatch: for metrics only) or pseudo (fix)
-    size: np.ndarray            # (S,) real batch size of each step (<= B); the rest is padding
-    x_weak: torch.Tensor | None = None   # fixmatch: view to pseudo-label; fix-mix: weak view of the fix batch
-    x_mix: torch.Tensor | None = None    # fix-mix: weak view of the mix batch
-    y_mix: torch.Tensor | None = None
-    lam: torch.Tensor | None = None      # fix-mix: (S,) mixup coefficient of each step
-
-    @property
-    def steps(self) -> int:
-        return len(self.size)
-
-    def batch(self, s: int, n: int | None = None) -> dict:
-        """Step s as model inputs (normalised floats), the first n samples (default: all B)."""
-        sl = slice(None) if n is None else slice(0, n)
-        b = {"x": self.x[s, sl], "y": self.y[s, sl]}
-        if self.x_weak is not None:
-            b["x_weak"] = self.x_weak[s, sl]
-        if self.x_mix is not None:
-            b["x_mix"], b["y_mix"], b["lam"] = self.x_mix[s, sl], self.y_mix[s, sl], self.lam[s]
-        return b
+def cosine_lr(cfg, r: int) -> float:
+    """One cosine schedule over all T rounds (eta_min 0), stepped once per round, shared by server and clients."""
+    return cfg.lr * (1 + math.cos(math.pi * r / cfg.rounds)) / 2
 
 
 def model_inputs(batch: dict, mean, std) -> dict:
-    """uint8 views -> normalised float inputs; the mix batch becomes the mixup image."""
-    out = {"x": normalize(batch["x"], mean, std), "y": batch["y"]}
-    if "x_mix" in batch:
-        out["x_mixed"] = mixup(normalize(batch["x_weak"], mean, std), normalize(batch["x_mix"], mean, std),
-                               batch["lam"])
-        out["y_mix"], out["lam"] = batch["y_mix"], batch["lam"]
-    elif "x_weak" in batch:
-        out["x_weak"] = normalize(batch["x_weak"], mean, std)
-    return out
+    """A step's views with every uint8 image view normalised to float model input."""
+    return {k: normalize(v, mean, std) if v.dtype == torch.uint8 else v for k, v in batch.items()}
 
 
 class SequentialEngine:
@@ -71,7 +45,7 @@ class SequentialEngine:
     def __init__(self, cfg, mean, std):
         self.cfg, self.mean, self.std = cfg, mean, std
 
-    def train(self, model: torch.nn.Module, tasks: list[Task], lr: float, states: list[dict | None],
+    def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None],
               losses: list | None = None):
         """Train each task from model's weights; `losses`, if given, receives every step's loss (floats)."""
         start = {k: v.detach().clone() for k, v in model.state_dict().items()}
@@ -85,16 +59,17 @@ class SequentialEngine:
             if state is not None:
                 for name, p in model.named_parameters():
                     opt.state[p]["momentum_buffer"] = state[name].clone()
-            task_stats = torch.zeros(len(algorithms.STAT_NAMES))
+            task_stats = None
             for s in range(task.steps):
                 inputs = model_inputs(task.batch(s, int(task.size[s])), self.mean, self.std)
-                loss, aux = algorithms.local_loss(model, task.kind, inputs, self.cfg.threshold)
+                loss, aux = loss_fn(model, inputs)
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 if self.cfg.clip_norm > 0:
                     torch.nn.utils.clip_grad_norm_(model.parameters(), self.cfg.clip_norm)
                 opt.step()
-                task_stats += torch.stack([loss.detach(), *aux]).cpu()
+                step = torch.cat([loss.detach()[None], aux]).cpu()
+                task_stats = step if task_stats is None else task_stats + step
                 if losses is not None:
                     losses.append(loss.item())
             # plain BN (norm=bn) also carries its running statistics to the average
@@ -105,7 +80,7 @@ class SequentialEngine:
             stats.append(task_stats)
         model.load_state_dict(start)
         stacked = {k: torch.stack([r[k] for r in results]) for k in results[0]} if results else {}
-        return stacked, new_states, torch.stack(stats) if stats else torch.zeros(0, len(algorithms.STAT_NAMES))
+        return stacked, new_states, torch.stack(stats) if stats else torch.zeros(0, 1)
 
 
 class VectorizedEngine:
@@ -114,31 +89,28 @@ class VectorizedEngine:
     def __init__(self, cfg, mean, std):
         self.cfg, self.mean, self.std = cfg, mean, std
 
-    def train(self, model: torch.nn.Module, tasks: list[Task], lr: float, states: list[dict | None]):
+    def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None]):
         cfg, n = self.cfg, len(tasks)
         if n == 0:
-            return {}, [], torch.zeros(0, len(algorithms.STAT_NAMES))
+            return {}, [], torch.zeros(0, 1)
         model.train()
         buffers = {k: v for k, v in model.named_buffers()}
         params = {k: v.detach().unsqueeze(0).repeat(n, *[1] * v.dim()) for k, v in model.named_parameters()}
         has_buf = torch.tensor([s is not None for s in states], device=next(iter(params.values())).device)
         momentum = {k: torch.stack([s[k] if s is not None else torch.zeros_like(v[0]) for s in states])
                     for k, v in params.items()}
-        kind = tasks[0].kind
-        assert all(t.kind == kind for t in tasks), "one kind of task per call"
 
-        def loss_fn(p, inputs):
-            f = lambda x: functional_call(model, (p, buffers), (x,))
-            loss, aux = algorithms.local_loss(f, kind, inputs, cfg.threshold)
-            return loss, torch.stack([loss.detach(), *aux])
+        def step_loss(p, inputs):
+            loss, aux = loss_fn(lambda x: functional_call(model, (p, buffers), (x,)), inputs)
+            return loss, torch.cat([loss.detach()[None], aux])
 
-        grad_all = vmap(grad(loss_fn, has_aux=True))
-        grad_one = grad(loss_fn, has_aux=True)
+        grad_all = vmap(grad(step_loss, has_aux=True))
+        grad_one = grad(step_loss, has_aux=True)
         stacked = _stack_tasks(tasks)
         sizes = np.zeros((n, max(t.steps for t in tasks)), dtype=np.int64)
         for i, t in enumerate(tasks):
             sizes[i, :t.steps] = t.size
-        full_size = tasks[0].x.shape[1]
+        full_size = tasks[0].views["x"].shape[1]
         dev = has_buf.device
         # Which clients take a full / a partial batch at each step: index tensors built before the loop, so the
         # step loop itself makes no host-to-device copies.
@@ -150,13 +122,13 @@ class VectorizedEngine:
             whole = len(active) == n and (active == np.arange(n)).all()
             plan.append((full, None if len(full) in (0, n) else torch.as_tensor(full, device=dev), partial,
                          torch.as_tensor(active, device=dev), whole))
-        stats = torch.zeros(n, len(algorithms.STAT_NAMES), device=dev)
+        stats = None
         for s, (full, full_idx, partial, idx, whole) in enumerate(plan):
             grads, aux = {}, []
             if len(full):
                 p_full = params if full_idx is None else {k: v[full_idx] for k, v in params.items()}
                 batch = {k: (v[:, s] if full_idx is None else v[full_idx, s]) for k, v in stacked.items()}
-                g, a = grad_all(p_full, model_inputs_batched(batch, self.mean, self.std))
+                g, a = grad_all(p_full, model_inputs(batch, self.mean, self.std))
                 grads, aux = {k: [v] for k, v in g.items()}, [a]
             for c in partial:
                 inputs = model_inputs(tasks[c].batch(s, int(sizes[c, s])), self.mean, self.std)
@@ -166,7 +138,10 @@ class VectorizedEngine:
                 aux.append(a[None])
             grads = {k: torch.cat(v) for k, v in grads.items()}
             self._sgd(params, momentum, has_buf, grads, None if whole else idx, lr)
-            stats.index_add_(0, idx, torch.cat(aux))
+            aux = torch.cat(aux)
+            if stats is None:
+                stats = torch.zeros(n, aux.shape[1], device=dev)
+            stats.index_add_(0, idx, aux)
         return params, [{k: v[i].clone() for k, v in momentum.items()} for i in range(n)], stats.cpu()
 
     def _sgd(self, params, momentum, has_buf, grads, idx, lr):
@@ -208,22 +183,7 @@ def _stack_tasks(tasks: list[Task]) -> dict:
             return t
         return torch.cat([t, t[:1].expand(steps - t.shape[0], *t.shape[1:])])
 
-    out = {}
-    for key in ("x", "y", "x_weak", "x_mix", "y_mix", "lam"):
-        if getattr(tasks[0], key) is not None:
-            out[key] = torch.stack([pad(getattr(t, key)) for t in tasks])
-    return out
-
-
-def model_inputs_batched(batch: dict, mean, std) -> dict:
-    """model_inputs for a (clients, B, ...) batch; the per-client lam broadcasts over each client's batch."""
-    n = batch["x"].shape[0]
-    flat = {k: (v.flatten(0, 1) if k != "lam" else v) for k, v in batch.items()}
-    if "lam" in flat:
-        flat["lam"] = batch["lam"].repeat_interleave(batch["x"].shape[1])
-    out = model_inputs(flat, mean, std)
-    out = {k: (v.unflatten(0, (n, -1)) if k != "lam" else batch["lam"]) for k, v in out.items()}
-    return out
+    return {key: torch.stack([pad(t.views[key]) for t in tasks]) for key in tasks[0].views}
 
 
 def make_engine(cfg, mean, std, device_type: str):

@@ -10,6 +10,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from .augment import normalize
+
 
 class StaticBatchNorm2d(nn.Module):
     """Batch norm that never tracks running statistics: training mode always uses the batch's statistics;
@@ -122,3 +124,22 @@ def make_model(cfg, in_channels: int) -> nn.Module:
         return SmallCNN(in_channels, cfg.num_classes, CNN_WIDTHS[cfg.model], norm=cfg.norm)
     widen = {"wrn28x2": 2, "wrn28x8": 8}[cfg.model]
     return WideResNet(in_channels, cfg.num_classes, 28, widen, norm=cfg.norm)
+
+
+@torch.no_grad()
+def predict(model, images: torch.Tensor, mean, std, batch_size: int = 1000) -> torch.Tensor:
+    """Softmax outputs of model in eval mode (sBN statistics) for uint8 images."""
+    was = model.training
+    model.eval()
+    out = torch.cat([torch.softmax(model(normalize(images[i:i + batch_size], mean, std)), 1)
+                     for i in range(0, len(images), batch_size)]) if len(images) else torch.zeros(0)
+    model.train(was)
+    return out
+
+
+def load_weights(model, weights: dict) -> None:
+    """Copy the named parameters and buffers found in weights into model (in place)."""
+    with torch.no_grad():
+        for name, t in [*model.named_parameters(), *model.named_buffers()]:
+            if name in weights:
+                t.copy_(weights[name])

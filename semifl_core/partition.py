@@ -83,7 +83,7 @@ def dirichlet(pool: np.ndarray, labels: np.ndarray, num_clients: int, alpha: flo
 def make_split(cfg, labels: np.ndarray):
     """The run's split: (server indices, list of client index arrays), all from the split seed (default: cfg.seed)."""
     rng = np.random.default_rng(cfg.seed if cfg.split_seed == -1 else cfg.split_seed)
-    if cfg.algorithm == "fedavg-supervised":  # the paper's "HeteroFL" row: every sample labeled, at the clients
+    if cfg.method.labels == "clients":  # every sample labeled, at the clients (no server split)
         server, pool = np.zeros(0, dtype=np.int64), np.arange(len(labels))
     else:
         server, pool = split_server(labels, cfg.num_supervised, cfg.num_classes, rng)

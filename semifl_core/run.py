@@ -1,4 +1,5 @@
-"""One run: data, split, model, the round loop, checkpoints, results.
+"""The harness: data, seeding, the round loop, checkpoints, the results store, progress. It holds no equation:
+each round is the method's (methods.METHODS[cfg.algorithm].round), given a `Round` and returning a `RoundRecord`.
 
 Randomness is derived per round from (seed, round): the client sample, the batch plans, mixup's lambdas
 and every augmentation of round r come from generators seeded with (seed, r). A resumed run therefore
@@ -10,21 +11,19 @@ import copy
 import json
 import signal
 import time
-from contextlib import contextmanager
-from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from . import __version__, algorithms, augment, results, sbn
-from .algorithms import average, cosine_lr, global_momentum_step, make_tasks, predict
+from . import __version__, results, sbn
 from .config import Config, ConfigError, check_device
 from .data import Dataset, load
-from .engine import SequentialEngine, make_engine
-from .models import make_model
+from .engine import SequentialEngine, cosine_lr, make_engine
+from .models import load_weights, make_model, predict
 from .partition import make_split
+from .rounds import Round, RoundRecord
 
 
 class TrainingError(RuntimeError):
@@ -51,7 +50,7 @@ def pick_device(device: str = "auto") -> torch.device:
 class State:
     """Everything a run carries from one round to the next (and what a checkpoint holds)."""
     model: torch.nn.Module
-    global_opt: torch.optim.Optimizer
+    global_opt: torch.optim.Optimizer                    # server SGD on the aggregate (lr 1, momentum beta_g)
     server_state: dict | None = None                     # server's SGD momentum buffers
     client_states: dict = field(default_factory=dict)    # client id -> its SGD momentum buffers
     round: int = 0                                       # rounds done
@@ -61,14 +60,16 @@ class State:
 
 
 class Experiment:
-    """A run's fixed parts (config, data on the device, split, engines) and its per-round step."""
+    """A run's fixed parts (config, data on the device, split, engines, its method's round), its measurements
+    (sBN statistics, test accuracy) and its per-round step."""
 
     def __init__(self, cfg: Config, data: Dataset, device: torch.device):
         self.cfg, self.data, self.device = cfg, data, device
         self.mean, self.std = data.mean, data.std
+        self.method_round = cfg.method.round_function()
         labels = data.y_train.cpu().numpy()
         server, clients = make_split(cfg, labels)
-        if cfg.algorithm == "fully-supervised":
+        if cfg.method.labels == "all":
             server = np.arange(len(labels))
         self.server_idx = torch.as_tensor(server, device=device)
         self.client_idx = [torch.as_tensor(c, device=device) for c in clients]
@@ -84,7 +85,7 @@ class Experiment:
         model = make_model(self.cfg, self.data.shape[0]).to(self.device)
         if self.device.type == "cpu" and self.cfg.model.startswith("cnn"):
             model = model.to(memory_format=torch.channels_last)   # 1.35x faster on a CPU (BENCHMARKS.md)
-        return State(model, algorithms.make_global_optimizer(self.cfg, model))
+        return State(model, torch.optim.SGD(model.parameters(), lr=1.0, momentum=self.cfg.global_momentum))
 
     # ------------------------------------------------------------------ pieces of a round
     def refresh_sbn(self, model, idx=None):
@@ -99,27 +100,6 @@ class Experiment:
                 per_class[f"{prefix}acc_c{k}"] = 100 * right[self.data.y_test == k].float().mean().item()
         return right.float().mean().item() * 100
 
-    def train_server(self, st: State, lr, rng, g, idx=None, losses=None):
-        """cfg.server_epochs of supervised CE on weakly augmented labeled batches, from st.model's weights."""
-        idx = self.server_idx if idx is None else idx
-        spec = {"x": self.data.x_train[idx], "y": self.data.y_train[idx]}
-        tasks = make_tasks("sup", [spec], self.cfg.server_batch, self.cfg.server_epochs, self.data.flip,
-                           self.cfg.strong_aug, self.cfg.mixup_alpha, rng, g)
-        kept = st.server_state if self.cfg.server_momentum == "keep" else None
-        stacked, states, stats = self.server_engine.train(st.model, tasks, lr, [kept], losses)
-        st.server_state = states[0] or None
-        return {k: v[0] for k, v in stacked.items()}, stats[0, 0].item() / tasks[0].steps
-
-    def finetune(self, st: State, lr, rng, g, m, timer, diagnose: bool):
-        """ServerUpdate of Algorithm 1: the global model fine-tuned on the labeled server data."""
-        losses = [] if diagnose else None
-        with timer("server"):
-            weights, m["server_loss"] = self.train_server(st, lr, rng, g, losses=losses)
-            _load(st.model, weights)
-        if diagnose:
-            m["server_loss_first"], m["server_loss_last"] = losses[0], losses[-1]
-            m["acc_finetuned"] = self.diagnostic_accuracy(st.model)
-
     def diagnostic_accuracy(self, model, weights: dict | None = None, per_class: dict | None = None,
                             prefix: str = "") -> float:
         """Test accuracy of model (or of a scratch copy holding weights) with sBN statistics for those weights."""
@@ -127,7 +107,7 @@ class Experiment:
             if getattr(self, "_scratch", None) is None:
                 self._scratch = copy.deepcopy(model)
             model = self._scratch
-            _load(model, weights)
+            load_weights(model, weights)
         self.refresh_sbn(model, self.diag_sbn_idx if weights is not None else None)
         return self.evaluate(model, per_class, prefix)
 
@@ -136,152 +116,20 @@ class Experiment:
         return (r + 1) % self.cfg.eval_every == 0 or r + 1 == self.cfg.rounds
 
     def round(self, st: State, r: int) -> dict:
+        """Round r (0-based) of the method, then the evaluation; returns the round's metrics.csv row."""
         cfg = self.cfg
-        rng = np.random.default_rng([cfg.seed, r])
-        g = torch.Generator(self.device).manual_seed(cfg.seed * 1_000_003 + r)
-        lr = cosine_lr(cfg, r)
-        m = {"round": r + 1, "lr": lr}
-        timer = partial(_timed, m, self.device)
-        if cfg.algorithm in ("partially-supervised", "fully-supervised"):
-            with timer("server"):
-                weights, m["server_loss"] = self.train_server(st, lr, rng, g)
-                _load(st.model, weights)
-        elif cfg.algorithm == "fedavg-supervised":
-            self.fedavg_supervised_round(st, r, rng, g, lr, m, timer)
-        else:
-            self.semifl_round(st, r, rng, g, lr, m, timer)
+        rnd = Round(r, cosine_lr(cfg, r), np.random.default_rng([cfg.seed, r]),
+                    torch.Generator(self.device).manual_seed(cfg.seed * 1_000_003 + r), self.device,
+                    diagnose=cfg.diagnostics and self.evaluating(r), last=r + 1 == cfg.rounds,
+                    record=RoundRecord(round=r + 1, lr=cosine_lr(cfg, r)))
+        rec = self.method_round(self, st, rnd)
         st.sbn_fresh = False
         if self.evaluating(r):
-            with timer("eval"):
+            with rnd.timed("eval"):
                 self.refresh_sbn(st.model)
                 st.sbn_fresh = True
-                m["test_acc"] = self.evaluate(st.model, m if cfg.diagnostics else None)
-        return m
-
-    def semifl_round(self, st, r, rng, g, lr, m, timer):
-        """Round order "code" (the authors'): clients, aggregate, fine-tune. "paper" (Algorithm 1): fine-tune,
-        clients, aggregate, and after the last round one more fine-tune."""
-        cfg, data = self.cfg, self.data
-        diagnose = cfg.diagnostics and self.evaluating(r)
-        paper_order = cfg.finetune and cfg.round_order == "paper"
-        if diagnose:
-            m["acc_start"] = self.diagnostic_accuracy(st.model, per_class=m, prefix="start_")
-        if paper_order:
-            self.finetune(st, lr, rng, g, m, timer, diagnose)
-            st.sbn_fresh = False
-        active = rng.choice(cfg.num_clients, cfg.num_active, replace=False)
-        specs, trained = [], []
-        if cfg.global_pseudo_labels:
-            if not st.sbn_fresh:  # after an evaluation the statistics already belong to this global model
-                with timer("sbn"):
-                    self.refresh_sbn(st.model)
-            with timer("pseudo_label"):
-                xs = [data.x_train[self.client_idx[c]] for c in active]
-                ys = [data.y_train[self.client_idx[c]] for c in active]
-                probs = predict(st.model, augment.weak(torch.cat(xs), data.flip, g), self.mean, self.std)
-                conf, pseudo = (t.cpu().numpy() for t in probs.max(1))
-                truth = torch.cat(ys).cpu().numpy()
-                starts = np.cumsum([0] + [len(x) for x in xs])
-                n_fix = n_fix_right = n_mix = n_mix_right = n_mix_confident = 0
-                fix_classes = np.zeros(cfg.num_classes, dtype=np.int64)
-                for c, x, a, b in zip(active, xs, starts[:-1], starts[1:]):
-                    fix, mix = algorithms.fix_and_mix(conf[a:b], cfg.threshold, rng)
-                    n_fix += len(fix)
-                    n_fix_right += int((pseudo[a:b][fix] == truth[a:b][fix]).sum())
-                    n_mix += len(mix)
-                    n_mix_right += int((pseudo[a:b][mix] == truth[a:b][mix]).sum())
-                    n_mix_confident += int((conf[a:b][mix] >= cfg.threshold).sum())
-                    fix_classes += np.bincount(pseudo[a:b][fix], minlength=cfg.num_classes)
-                    if len(fix) == 0:
-                        continue  # empty fix set: the client sends nothing
-                    y_hat = torch.as_tensor(pseudo[a:b], device=self.device)
-                    specs.append({"x": x[fix], "y": y_hat[fix], "x_mix": x[mix], "y_mix": y_hat[mix]})
-                    trained.append(int(c))
-                m.update(pseudo_acc=100 * float((pseudo == truth).mean()),
-                         threshold_acc=100 * n_fix_right / n_fix if n_fix else float("nan"),
-                         label_ratio=n_fix / len(truth))
-                if diagnose:   # the mix labels, and which classes the fix set teaches
-                    m.update(mix_acc=100 * n_mix_right / n_mix if n_mix else float("nan"),
-                             mix_confident=n_mix_confident / n_mix if n_mix else float("nan"),
-                             **{f"fix_share_c{k}": v / max(n_fix, 1) for k, v in enumerate(fix_classes)})
-            kind = "fix-mix" if cfg.mix_loss else "fix"
-        else:
-            for c in active:
-                idx = self.client_idx[c]
-                specs.append({"x": data.x_train[idx], "y": data.y_train[idx]})  # y: for metrics only
-                trained.append(int(c))
-            kind = "fixmatch"
-        m["clients_trained"] = len(trained)
-        with timer("augment"):
-            tasks = make_tasks(kind, specs, cfg.client_batch, cfg.local_epochs, data.flip, cfg.strong_aug,
-                               cfg.mixup_alpha, rng, g)
-        stacked = self.train_clients(st, tasks, trained, lr, m, timer)
-        if kind == "fixmatch" and len(stacked):
-            s = m.pop("_stats").sum(0)
-            m.update(pseudo_acc=100 * (s[2] / s[1]).item(), threshold_acc=100 * (s[4] / s[3]).item()
-                     if s[3] > 0 else float("nan"), label_ratio=(s[3] / s[1]).item())
-        m.pop("_stats", None)
-        if diagnose and stacked:
-            accs = [self.diagnostic_accuracy(st.model, {k: v[i] for k, v in stacked.items()})
-                    for i in range(len(trained))]
-            m.update(acc_client_mean=float(np.mean(accs)), acc_client_min=min(accs), acc_client_max=max(accs))
-        server_weights = None
-        if not cfg.finetune:  # "parallel": the server trains from the same global model beside the clients
-            with timer("server"):
-                server_weights, m["server_loss"] = self.train_server(st, lr, rng, g)
-        with timer("aggregate"):
-            if stacked or server_weights is not None:
-                averaged = average(stacked, server_weights)
-                if diagnose:
-                    m["acc_average"] = self.diagnostic_accuracy(st.model, averaged)
-                global_momentum_step(st.model, st.global_opt, averaged)
-        if diagnose:
-            m["acc_aggregate"] = self.diagnostic_accuracy(st.model, per_class=m, prefix="aggregate_")
-        if cfg.finetune and (not paper_order or r + 1 == cfg.rounds):
-            self.finetune(st, lr, rng, g, m, timer, diagnose)
-
-    def fedavg_supervised_round(self, st, r, rng, g, lr, m, timer):
-        cfg, data = self.cfg, self.data
-        active = [int(c) for c in rng.choice(cfg.num_clients, cfg.num_active, replace=False)]
-        specs = [{"x": data.x_train[self.client_idx[c]], "y": data.y_train[self.client_idx[c]]} for c in active]
-        with timer("augment"):
-            tasks = make_tasks("sup", specs, cfg.client_batch, cfg.local_epochs, data.flip, cfg.strong_aug,
-                               cfg.mixup_alpha, rng, g)
-        m["clients_trained"] = len(active)
-        stacked = self.train_clients(st, tasks, active, lr, m, timer)
-        m.pop("_stats", None)
-        with timer("aggregate"):
-            global_momentum_step(st.model, st.global_opt, average(stacked))
-
-    def train_clients(self, st, tasks, clients, lr, m, timer):
-        keep = self.cfg.client_momentum == "keep"
-        states = [st.client_states.get(c) if keep else None for c in clients]
-        with timer("clients"):
-            stacked, new_states, stats = self.engine.train(st.model, tasks, lr, states)
-        if keep:
-            st.client_states.update({c: s for c, s in zip(clients, new_states) if s})
-        m["client_samples"] = int(sum(t.size.sum() for t in tasks))
-        if len(stats):
-            m["client_loss"] = (stats[:, 0].sum() / sum(t.steps for t in tasks)).item()
-            m["_stats"] = stats
-        return stacked
-
-
-def _load(model, weights: dict) -> None:
-    with torch.no_grad():
-        for name, t in [*model.named_parameters(), *model.named_buffers()]:
-            if name in weights:
-                t.copy_(weights[name])
-
-
-@contextmanager
-def _timed(m: dict, device, phase: str):
-    """Adds the phase's wall time (synchronised on CUDA) to m["time_<phase>"]."""
-    t = time.perf_counter()
-    yield
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    m[f"time_{phase}"] = m.get(f"time_{phase}", 0.0) + time.perf_counter() - t
+                rec.test_acc = self.evaluate(st.model, rec.diagnostics if cfg.diagnostics else None)
+        return rec.row()
 
 
 # ---------------------------------------------------------------------- the whole run
