@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from semifl_core import algorithms, results
+from semifl_core import results
+from semifl_core.methods import semifl
 from semifl_core import data as data_mod
 from semifl_core import run as run_mod
 from semifl_core.cli import build_parser, main as cli_main, parse_sets
@@ -119,12 +120,15 @@ def download_fails(monkeypatch):
 
 
 def nan_loss(monkeypatch):
-    real = algorithms.local_loss
+    for name in ("client_loss", "supervised_loss"):
+        monkeypatch.setattr(semifl, name, _nan(getattr(semifl, name)))
 
-    def nan(*args):
-        loss, aux = real(*args)
+
+def _nan(real):
+    def loss_fn(f, b):
+        loss, aux = real(f, b)
         return loss * float("nan"), aux
-    monkeypatch.setattr(algorithms, "local_loss", nan)
+    return loss_fn
 
 
 # (id, argv after the command's fixed part, words the one stderr line must contain, exit code,

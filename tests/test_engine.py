@@ -3,11 +3,18 @@ import numpy as np
 import pytest
 import torch
 
-from semifl_core import algorithms
+from semifl_core.methods import semifl
 from semifl_core.config import profile
 from semifl_core.data import synthetic
 from semifl_core.engine import SequentialEngine, VectorizedEngine
 from semifl_core.models import make_model
+from semifl_core.tasks import make_tasks
+
+# local-step kinds of SemiFL and its baselines: the loss and the views its tasks carry
+KINDS = {"fix-mix": (semifl.client_loss, dict(view="strong", mix_alpha=0.75)),
+         "fix": (semifl.client_loss, dict(view="strong")),
+         "fixmatch": (semifl.fixmatch_loss(0.3), dict(view="strong", weak_too=True)),
+         "sup": (semifl.supervised_loss, dict())}
 
 
 def _setup(kind, sizes, epochs, norm="sbn", **cfg_kw):
@@ -26,8 +33,9 @@ def _setup(kind, sizes, epochs, norm="sbn", **cfg_kw):
             spec.update(x_mix=x[mix], y_mix=y[mix])
         specs.append(spec)
         start += n
-    tasks = algorithms.make_tasks(kind, specs, cfg.client_batch, cfg.local_epochs, True, "semifl", 0.75, rng, g)
-    return cfg, data, model, tasks
+    loss_fn, views = KINDS[kind]
+    tasks = make_tasks(specs, cfg.client_batch, cfg.local_epochs, rng, g, flip=True, **views)
+    return cfg, data, model, tasks, loss_fn
 
 
 def _states(model, n, with_momentum):
@@ -40,12 +48,12 @@ def _states(model, n, with_momentum):
 @pytest.mark.parametrize("kind", ["fix-mix", "fix", "fixmatch", "sup"])
 def test_engines_agree_with_different_step_counts_and_partial_batches(kind):
     # 23 -> 3 steps/epoch (last has 3), 30 -> 3 full steps, 7 -> one partial step; E=2 doubles them
-    cfg, data, model, tasks = _setup(kind, [23, 30, 7], epochs=2.0, threshold=0.3)
+    cfg, data, model, tasks, loss_fn = _setup(kind, [23, 30, 7], epochs=2.0, threshold=0.3)
     assert [t.steps for t in tasks] == [6, 6, 2]
     assert list(tasks[0].size) == [10, 10, 3] * 2
     states = _states(model, 3, with_momentum=True)
-    seq, seq_states, seq_stats = SequentialEngine(cfg, data.mean, data.std).train(model, tasks, 0.05, states)
-    vec, vec_states, vec_stats = VectorizedEngine(cfg, data.mean, data.std).train(model, tasks, 0.05, states)
+    seq, seq_states, seq_stats = SequentialEngine(cfg, data.mean, data.std).train(model, tasks, loss_fn, 0.05, states)
+    vec, vec_states, vec_stats = VectorizedEngine(cfg, data.mean, data.std).train(model, tasks, loss_fn, 0.05, states)
     for k in seq:
         torch.testing.assert_close(vec[k], seq[k], atol=2e-5, rtol=1e-4)
     for a, b in zip(seq_states, vec_states):
@@ -60,19 +68,19 @@ def test_engines_agree_with_different_step_counts_and_partial_batches(kind):
 
 
 def test_engines_agree_with_groupnorm_and_without_clipping_or_nesterov():
-    cfg, data, model, tasks = _setup("fix-mix", [12, 25], epochs=1.0, norm="gn", nesterov=False, clip_norm=0.0)
+    cfg, data, model, tasks, loss_fn = _setup("fix-mix", [12, 25], epochs=1.0, norm="gn", nesterov=False, clip_norm=0.0)
     states = [None, None]
-    seq, _, _ = SequentialEngine(cfg, data.mean, data.std).train(model, tasks, 0.1, states)
-    vec, _, _ = VectorizedEngine(cfg, data.mean, data.std).train(model, tasks, 0.1, states)
+    seq, _, _ = SequentialEngine(cfg, data.mean, data.std).train(model, tasks, loss_fn, 0.1, states)
+    vec, _, _ = VectorizedEngine(cfg, data.mean, data.std).train(model, tasks, loss_fn, 0.1, states)
     for k in seq:
         torch.testing.assert_close(vec[k], seq[k], atol=2e-5, rtol=1e-4)
 
 
 def test_engine_leaves_the_start_model_untouched():
-    cfg, data, model, tasks = _setup("fix", [15], epochs=1.0)
+    cfg, data, model, tasks, loss_fn = _setup("fix", [15], epochs=1.0)
     before = {k: v.clone() for k, v in model.state_dict().items()}
     for engine in (SequentialEngine, VectorizedEngine):
-        engine(cfg, data.mean, data.std).train(model, tasks, 0.1, [None])
+        engine(cfg, data.mean, data.std).train(model, tasks, loss_fn, 0.1, [None])
         for k, v in model.state_dict().items():
             assert torch.equal(v, before[k]), (engine.__name__, k)
 

@@ -7,11 +7,12 @@ import pandas as pd
 import pytest
 import torch
 
-from semifl_core import algorithms, results
+from semifl_core import results
 from semifl_core import run as run_mod
 from semifl_core.cli import main as cli_main
 from semifl_core.config import profile
 from semifl_core.data import synthetic
+from semifl_core.methods import semifl
 from semifl_core.results import ResultsError
 from semifl_core.run import Experiment, TrainingError, run
 
@@ -80,7 +81,7 @@ class Spy:
 
 
 def _one_round(cfg, monkeypatch, spy_names=("average", "make_tasks")):
-    spies = {n: Spy(monkeypatch, run_mod, n) for n in spy_names}
+    spies = {n: Spy(monkeypatch, semifl, n) for n in spy_names}
     exp = Experiment(cfg, DATA, torch.device("cpu"))
     st = exp.new_state()
     m = exp.round(st, 0)
@@ -107,11 +108,20 @@ def test_switch_finetune_off_trains_the_server_in_parallel(monkeypatch):
     assert spies["average"].calls[0][0][1:] == (None,)
 
 
+def _kind(views: dict) -> str:
+    """The local step a make_tasks call prepares, from the views it asks for."""
+    if views.get("mix_alpha") is not None:
+        return "fix-mix"
+    if views.get("weak_too"):
+        return "fixmatch"
+    return "fix" if views.get("view") == "strong" else "sup"
+
+
 @pytest.mark.parametrize("switches,kind", [(dict(), "fix-mix"), (dict(mix_loss=False), "fix"),
                                            (dict(global_pseudo_labels=False), "fixmatch")])
 def test_switches_choose_the_local_loss(monkeypatch, switches, kind):
     _, _, m, spies = _one_round(profile("smoke", threshold=0.0, **switches), monkeypatch)
-    kinds = [c[0][0] for c in spies["make_tasks"].calls]
+    kinds = [_kind(c[1]) for c in spies["make_tasks"].calls]
     assert kinds[0] == kind and kinds[-1] == "sup"                  # clients, then the server's fine-tune
     if kind == "fixmatch":                                          # every active client trains
         assert m["clients_trained"] == profile("smoke").num_active
@@ -120,11 +130,11 @@ def test_switches_choose_the_local_loss(monkeypatch, switches, kind):
 def test_local_epochs_and_activity_rate_set_the_work(monkeypatch):
     cfg = profile("smoke", threshold=0.0, local_epochs=0.001, num_clients=10, active_rate=0.5)
     _, _, m, spies = _one_round(cfg, monkeypatch)
-    specs = spies["make_tasks"].calls[0][0][1]
+    (specs, *_), _ = spies["make_tasks"].calls[0]
     assert len(specs) == 5 == m["clients_trained"]
     # E = 0.001 is one local step per client
-    tasks = algorithms.make_tasks("fix", [{"x": s["x"], "y": s["y"]} for s in specs], 10, 0.001, True, "semifl",
-                                  0.75, np.random.default_rng(0), torch.Generator().manual_seed(0))
+    tasks = semifl.make_tasks([{"x": s["x"], "y": s["y"]} for s in specs], 10, 0.001, np.random.default_rng(0),
+                              torch.Generator().manual_seed(0), flip=True)
     assert [t.steps for t in tasks] == [1] * 5
 
 
@@ -143,7 +153,7 @@ def test_client_momentum_keep_and_reset(monkeypatch):
         exp.round(st, 0)
         seen = []
         real = exp.engine.train
-        monkeypatch.setattr(exp.engine, "train", lambda m, t, lr, states: seen.append(states) or real(m, t, lr, states))
+        monkeypatch.setattr(exp.engine, "train", lambda m, t, f, lr, states: seen.append(states) or real(m, t, f, lr, states))
         exp.round(st, 1)
         assert all((s is not None) == expect_kept for s in seen[0])
 
@@ -227,7 +237,6 @@ def test_a_directory_of_another_config_is_refused(tmp_path):
 
 def test_non_finite_loss_stops_with_round_and_keeps_last_checkpoint(tmp_path, monkeypatch):
     cfg = profile("smoke", rounds=3)
-    real = algorithms.local_loss
     state = {"round": 0}
     real_round = Experiment.round
 
@@ -235,11 +244,14 @@ def test_non_finite_loss_stops_with_round_and_keeps_last_checkpoint(tmp_path, mo
         state["round"] = r
         return real_round(self, st, r)
 
-    def nan_in_round_2(f, kind, b, tau):
-        loss, aux = real(f, kind, b, tau)
-        return (loss * float("nan") if state["round"] == 1 else loss), aux
+    def nan_in_round_2(real):
+        def loss_fn(f, b):
+            loss, aux = real(f, b)
+            return (loss * float("nan") if state["round"] == 1 else loss), aux
+        return loss_fn
     monkeypatch.setattr(Experiment, "round", counting_round)
-    monkeypatch.setattr(algorithms, "local_loss", nan_in_round_2)
+    for name in ("client_loss", "supervised_loss"):
+        monkeypatch.setattr(semifl, name, nan_in_round_2(getattr(semifl, name)))
     with pytest.raises(TrainingError, match=r"round 2: (client|server) loss is nan.*checkpoint \(round 1\)"):
         _run(cfg, tmp_path, checkpoint_every=1)
     path = results.run_dir(tmp_path, cfg)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass, field
+from typing import Callable
 
 # The method names (the only place they are written as strings; elsewhere use these constants).
 SEMIFL = "semifl"
@@ -28,7 +29,7 @@ FEDERATION_FIELDS = ("partition", "num_clients", "active_rate", "local_epochs", 
 class Method:
     name: str
     label: str                      # row label in tables and figures
-    round: str                      # "module:function" of its round, imported when a run starts
+    round: str | Callable           # "module:function" of its round (imported when a run starts), or the function
     labels: str = "server"          # where the labels are: "server" (N_S at the server, balanced per class),
                                     # "all" (the server holds the whole training set), "clients" (every client
                                     # sample is labeled; no server split)
@@ -37,7 +38,9 @@ class Method:
     fixed: dict = field(default_factory=dict)      # values the method means (set by `profile`, checked by validate)
     profiles: dict = field(default_factory=dict)   # profile name -> default values for this method in that profile
 
-    def round_function(self):
+    def round_function(self) -> Callable:
+        if callable(self.round):
+            return self.round
         module, _, name = self.round.partition(":")
         return getattr(importlib.import_module(module), name)
 

@@ -1,12 +1,9 @@
 """SemiFL: semi-supervised federated learning by alternate training (Diao, Ding, Tarokh; NeurIPS 2022), Algorithm 1.
-
-Equation numbers are the NeurIPS paper's. One round, round_order="code" (the authors' code, the default):
-  sample max(floor(C M), 1) clients without replacement                              Algorithm 1, line 3
-  sBN statistics for the global model                                                 line 2
-  each client: pseudo-labels with the global model (2), fix set (3), mix set (4),     ClientUpdate
-               E epochs of L_fix + lambda L_mix (5, 6), lambda = 1
-  equal-weight mean of the client models, then global momentum                        line 7, "Model Averaging"
-  ServerUpdate: E epochs of supervised SGD on the labeled server data (1)             line 1
+Equation numbers are the NeurIPS paper's. A round in the authors' order (round_order="code", the default):
+  S_t: max(floor(C M), 1) clients sampled without replacement; sBN statistics of the global model
+  ClientUpdate: pseudo-labels of the global model (2), fix set (3), mix set (4), E epochs of L_fix + L_mix (5, 6)
+  Model Averaging: W = M_t^-1 sum_m W_u,m, then global momentum (beta_g, Table 5)
+  ServerUpdate: E epochs of supervised SGD on the server's labeled data (1): the next global model
 round_order="paper" runs Algorithm 1 as printed: ServerUpdate first, and once more after the last round.
 Table 2's switches: finetune=False trains the server beside the clients and averages it in with weight 1/2;
 global_pseudo_labels=False pseudo-labels each batch with the model being trained (FixMatch's loss).
@@ -41,9 +38,8 @@ def client_loss(f, b):
 
 
 def fixmatch_loss(threshold: float):
-    """Table 2 without global pseudo-labels: mean_i 1[max p_i >= tau] CE(f(A(x_i)), argmax p_i), p = softmax(f(alpha(x)))
-    from the model being trained, per batch. aux counts (seen, right, above tau, right above tau); b["y"] holds the
-    true labels, for those counts only."""
+    """Table 2, no global pseudo-labels: mean_i 1[max p_i >= tau] CE(f(A(x_i)), argmax p_i), p = softmax(f(alpha(x_i)))
+    of the model being trained. aux: (seen, right, >= tau, right and >= tau); b["y"]: true labels, for aux only."""
     def loss_fn(f, b):
         conf, pseudo = torch.softmax(f(b["x_weak"]).detach(), dim=1).max(dim=1)
         mask = (conf >= threshold).float()
@@ -56,8 +52,7 @@ def fixmatch_loss(threshold: float):
 
 # ---------------------------------------------------------------------- ServerUpdate
 def server_update(exp, st, rnd: Round, losses: list | None = None):
-    """ServerUpdate: cfg.server_epochs of Eq. (1) on the labeled server data from the global model's weights.
-    Returns (weights, mean loss per step); `losses` receives every step's loss."""
+    """ServerUpdate: E epochs of Eq. (1) on the server's labeled data from the global model; (weights, mean loss)."""
     cfg, data = exp.cfg, exp.data
     spec = {"x": data.x_train[exp.server_idx], "y": data.y_train[exp.server_idx]}
     tasks = make_tasks([spec], cfg.server_batch, cfg.server_epochs, rnd.rng, rnd.g, flip=data.flip)
@@ -68,7 +63,7 @@ def server_update(exp, st, rnd: Round, losses: list | None = None):
 
 
 def finetune(exp, st, rnd: Round) -> None:
-    """Line 1: the global model becomes its ServerUpdate."""
+    """W_s <- ServerUpdate(x_s, y_s, W_s): the global model becomes its fine-tuned self."""
     rec, losses = rnd.record, [] if rnd.diagnose else None
     with rnd.timed("server"):
         weights, rec.server_loss = server_update(exp, st, rnd, losses)
@@ -83,9 +78,7 @@ def fix_and_mix(confidence: np.ndarray, threshold: float, rng: np.random.Generat
     """Eq. (3): fix = the client's samples with max probability >= tau. Eq. (4): mix = |fix| draws WITH replacement
     from all of the client's samples. Returns (fix, mix) indices; an empty fix set -> both empty."""
     fix = np.flatnonzero(confidence >= threshold)
-    if len(fix) == 0:
-        return fix, fix
-    return fix, rng.integers(0, len(confidence), size=len(fix))
+    return (fix, fix) if len(fix) == 0 else (fix, rng.integers(0, len(confidence), size=len(fix)))
 
 
 def pseudo_label(exp, st, rnd: Round, active) -> tuple[list, list]:
@@ -136,13 +129,11 @@ def train_clients(exp, st, rnd: Round, tasks, clients: list[int], loss_fn):
 
 # ---------------------------------------------------------------------- aggregation
 def average(stacked: dict, server: dict | None = None) -> dict:
-    """Line 7: W = M_t^-1 sum_m W_u,m, equal weights (not by data size). With `server` (finetune=False, Table 2) the
+    """Model Averaging: W = M_t^-1 sum_m W_u,m, equal weights (not by data size). With `server` (finetune=False, Table 2) the
     server gets weight 1/2 and each of n clients 1/(2n)."""
     mean = {k: v.mean(0) for k, v in stacked.items()}
-    if server is None:
-        return mean
-    if not stacked:
-        return dict(server)
+    if server is None or not stacked:
+        return mean if server is None else dict(server)
     return {k: 0.5 * server[k] + 0.5 * mean[k] for k in mean}
 
 
@@ -185,7 +176,7 @@ def semifl_round(exp, st, rnd: Round) -> RoundRecord:
         tasks = make_tasks(specs, cfg.client_batch, cfg.local_epochs, rnd.rng, rnd.g, flip=data.flip,
                            strong_variant=cfg.strong_aug, **views)
     stacked, stats = train_clients(exp, st, rnd, tasks, trained, loss_fn)
-    if not cfg.global_pseudo_labels and len(stacked):
+    if not cfg.global_pseudo_labels and stacked:   # the per-batch pseudo-labels' counts
         _, n, right, n_mask, mask_right = stats.sum(0)
         rec.pseudo_acc, rec.label_ratio = 100 * (right / n).item(), (n_mask / n).item()
         rec.threshold_acc = 100 * (mask_right / n_mask).item() if n_mask > 0 else float("nan")

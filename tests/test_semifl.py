@@ -1,4 +1,4 @@
-"""The paper's equations against hand computations."""
+"""SemiFL's equations (methods/semifl.py) and the shared schedule and batch plans, against hand computations."""
 import math
 
 import numpy as np
@@ -6,7 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from semifl_core import algorithms
+from semifl_core.augment import mixup
+from semifl_core.engine import cosine_lr
+from semifl_core.methods import semifl
+from semifl_core.tasks import epoch_batches
 from semifl_core.config import profile
 
 
@@ -20,55 +23,55 @@ def _linear(w):
 def test_global_momentum_matches_hand_computation_over_two_rounds():
     cfg = profile("smoke", global_momentum=0.5)
     model = _linear(1.0)
-    opt = algorithms.make_global_optimizer(cfg, model)
+    opt = torch.optim.SGD(model.parameters(), lr=1.0, momentum=cfg.global_momentum)   # as run.Experiment
     # round 1: clients average to 0.6 -> g = 0.4, buffer 0.4, w = 1 - 0.4 = 0.6
     clients = {"weight": torch.tensor([[[0.4, 0.4]], [[0.8, 0.8]]])}
-    algorithms.global_momentum_step(model, opt, algorithms.average(clients))
+    semifl.global_momentum_step(model, opt, semifl.average(clients))
     torch.testing.assert_close(model.weight, torch.full((1, 2), 0.6))
     # round 2: average 0.5 -> g = 0.1, buffer 0.5 * 0.4 + 0.1 = 0.3, w = 0.6 - 0.3 = 0.3
     clients = {"weight": torch.tensor([[[0.5, 0.5]]])}
-    algorithms.global_momentum_step(model, opt, algorithms.average(clients))
+    semifl.global_momentum_step(model, opt, semifl.average(clients))
     torch.testing.assert_close(model.weight, torch.full((1, 2), 0.3))
 
 
 def test_zero_global_momentum_is_plain_averaging():
     cfg = profile("smoke", global_momentum=0.0)
     model = _linear(1.0)
-    opt = algorithms.make_global_optimizer(cfg, model)
+    opt = torch.optim.SGD(model.parameters(), lr=1.0, momentum=cfg.global_momentum)   # as run.Experiment
     for avg in (0.2, 0.7):
-        algorithms.global_momentum_step(model, opt, {"weight": torch.full((1, 2), avg)})
+        semifl.global_momentum_step(model, opt, {"weight": torch.full((1, 2), avg)})
         torch.testing.assert_close(model.weight, torch.full((1, 2), avg))
 
 
 def test_average_is_equal_weight_and_parallel_gives_server_half():
     clients = {"w": torch.tensor([[1.0], [2.0], [6.0]])}     # sizes are not used: equal weights
-    torch.testing.assert_close(algorithms.average(clients)["w"], torch.tensor([3.0]))
+    torch.testing.assert_close(semifl.average(clients)["w"], torch.tensor([3.0]))
     server = {"w": torch.tensor([9.0])}
     # server 1/2, each of the 3 clients 1/6
-    torch.testing.assert_close(algorithms.average(clients, server)["w"], torch.tensor([0.5 * 9 + (1 + 2 + 6) / 6]))
-    assert algorithms.average({}, server)["w"].item() == 9.0   # no client sent anything
+    torch.testing.assert_close(semifl.average(clients, server)["w"], torch.tensor([0.5 * 9 + (1 + 2 + 6) / 6]))
+    assert semifl.average({}, server)["w"].item() == 9.0   # no client sent anything
 
 
 def test_fix_set_is_the_confident_samples_and_mix_set_draws_with_replacement_from_all():
     conf = np.array([0.99, 0.2, 0.96, 0.95, 0.5, 0.94])
     rng = np.random.default_rng(0)
-    fix, mix = algorithms.fix_and_mix(conf, 0.95, rng)
+    fix, mix = semifl.fix_and_mix(conf, 0.95, rng)
     assert list(fix) == [0, 2, 3]                        # >= tau, tau itself included
     assert len(mix) == len(fix) and mix.min() >= 0 and mix.max() < len(conf)
-    draws = np.concatenate([algorithms.fix_and_mix(conf, 0.95, rng)[1] for _ in range(300)])
+    draws = np.concatenate([semifl.fix_and_mix(conf, 0.95, rng)[1] for _ in range(300)])
     assert set(draws) == set(range(len(conf)))           # unconfident samples are mixed in too
     assert np.bincount(draws).max() > 0 and len(draws) > len(set(draws))  # with replacement
 
 
 def test_empty_fix_set_sends_nothing():
-    fix, mix = algorithms.fix_and_mix(np.array([0.3, 0.9]), 0.95, np.random.default_rng(0))
+    fix, mix = semifl.fix_and_mix(np.array([0.3, 0.9]), 0.95, np.random.default_rng(0))
     assert len(fix) == 0 and len(mix) == 0
 
 
 @pytest.mark.parametrize("n,batch,epochs,steps", [(23, 10, 5, 15), (30, 10, 1, 3), (7, 10, 2, 2),
                                                    (500, 10, 0.001, 1), (500, 10, 0.5, 25), (45, 10, 1.5, 8)])
 def test_epoch_batches_step_count_and_coverage(n, batch, epochs, steps):
-    out = algorithms.epoch_batches(n, batch, epochs, np.random.default_rng(0))
+    out = epoch_batches(n, batch, epochs, np.random.default_rng(0))
     assert len(out) == steps == max(1, math.ceil(epochs * math.ceil(n / batch)))
     per_epoch = math.ceil(n / batch)
     for e in range(int(epochs)):                         # each whole epoch is a permutation of all samples
@@ -77,22 +80,24 @@ def test_epoch_batches_step_count_and_coverage(n, batch, epochs, steps):
 
 def test_cosine_schedule_over_all_rounds():
     cfg = profile("smoke", rounds=800, lr=0.03)
-    assert algorithms.cosine_lr(cfg, 0) == pytest.approx(0.03)
-    assert algorithms.cosine_lr(cfg, 400) == pytest.approx(0.015)
-    assert algorithms.cosine_lr(cfg, 200) == pytest.approx(0.03 * (1 + math.cos(math.pi / 4)) / 2)
+    assert cosine_lr(cfg, 0) == pytest.approx(0.03)
+    assert cosine_lr(cfg, 400) == pytest.approx(0.015)
+    assert cosine_lr(cfg, 200) == pytest.approx(0.03 * (1 + math.cos(math.pi / 4)) / 2)
 
 
 def test_fix_mix_loss_equation():
     torch.manual_seed(0)
     f = torch.nn.Linear(4, 3)
-    b = {"x": torch.randn(5, 4), "y": torch.tensor([0, 1, 2, 0, 1]), "x_mixed": torch.randn(5, 4),
-         "y_mix": torch.tensor([2, 2, 1, 0, 0]), "lam": torch.tensor(0.3)}
-    loss, _ = algorithms.local_loss(f, "fix-mix", b, 0.95)
-    out = f(b["x_mixed"])
+    b = {"x": torch.randn(5, 4), "y": torch.tensor([0, 1, 2, 0, 1]), "x_weak": torch.randn(5, 4),
+         "x_mix": torch.randn(5, 4), "y_mix": torch.tensor([2, 2, 1, 0, 0]), "lam": torch.tensor(0.3)}
+    loss, aux = semifl.client_loss(f, b)
+    assert aux.numel() == 0
+    out = f(0.3 * b["x_weak"] + 0.7 * b["x_mix"])
     expected = F.cross_entropy(f(b["x"]), b["y"]) + 0.3 * F.cross_entropy(out, b["y"]) \
         + 0.7 * F.cross_entropy(out, b["y_mix"])
     torch.testing.assert_close(loss, expected)
-    fix_only, _ = algorithms.local_loss(f, "fix", b, 0.95)
+    torch.testing.assert_close(mixup(b["x_weak"], b["x_mix"], b["lam"]), 0.3 * b["x_weak"] + 0.7 * b["x_mix"])
+    fix_only, _ = semifl.client_loss(f, {k: b[k] for k in ("x", "y")})   # mix_loss off: no mix views
     torch.testing.assert_close(fix_only, F.cross_entropy(f(b["x"]), b["y"]))
 
 
@@ -101,8 +106,7 @@ def test_fixmatch_loss_masks_unconfident_samples_and_counts_pseudo_labels():
     x_weak = torch.tensor([[10.0, 0, 0], [0, 0.1, 0], [0, 0, 9.0]])   # confident, unsure, confident
     x = torch.tensor([[0.0, 1, 0], [1.0, 0, 0], [0, 0, 2.0]])
     y_true = torch.tensor([0, 0, 1])                                   # third pseudo-label (2) is wrong
-    loss, (n, right, n_mask, mask_right) = algorithms.local_loss(
-        f, "fixmatch", {"x": x, "x_weak": x_weak, "y": y_true}, 0.95)
+    loss, (n, right, n_mask, mask_right) = semifl.fixmatch_loss(0.95)(f, {"x": x, "x_weak": x_weak, "y": y_true})
     expected = (F.cross_entropy(x[0:1], torch.tensor([0])) + F.cross_entropy(x[2:3], torch.tensor([2]))) / 3
     torch.testing.assert_close(loss, expected)
     assert (n.item(), right.item(), n_mask.item(), mask_right.item()) == (3, 1, 2, 1)

@@ -1,0 +1,136 @@
+"""The method table is the one place that names a method: a new method is one function plus one entry, and it
+runs through `semifl run` like the others. The package has no import cycle."""
+import ast
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import torch.nn.functional as F
+
+import semifl_core
+from semifl_core import methods, results
+from semifl_core.cli import main as cli_main
+from semifl_core.config import ConfigError, profile
+from semifl_core.methods import METHODS, Method, register
+from semifl_core.models import load_weights
+from semifl_core.tasks import make_tasks
+
+PACKAGE = Path(semifl_core.__file__).parent
+NAMES = (methods.SEMIFL, methods.FEDAVG_FIXMATCH, methods.PARTIALLY_SUPERVISED, methods.FULLY_SUPERVISED,
+         methods.FEDAVG_SUPERVISED)
+
+
+# ---------------------------------------------------------------------- a toy method, registered by the test
+def smoothed_loss(f, b):
+    return F.cross_entropy(f(b["x"]), b["y"], label_smoothing=0.2), b["x"].new_zeros(0)
+
+
+def toy_round(exp, st, rnd):
+    """The server's labeled data with a label-smoothed loss: a method the package does not have."""
+    cfg, data = exp.cfg, exp.data
+    spec = {"x": data.x_train[exp.server_idx], "y": data.y_train[exp.server_idx]}
+    tasks = make_tasks([spec], cfg.server_batch, cfg.server_epochs, rnd.rng, rnd.g, flip=data.flip)
+    with rnd.timed("server"):
+        stacked, _, stats = exp.server_engine.train(st.model, tasks, smoothed_loss, rnd.lr, [None])
+        load_weights(st.model, {k: v[0] for k, v in stacked.items()})
+    rnd.record.server_loss = stats[0, 0].item() / tasks[0].steps
+    return rnd.record
+
+
+@pytest.fixture
+def toy():
+    method = register(Method("toy-smoothing", "Toy (label smoothing)", toy_round, federated=False,
+                             unused=methods.FEDERATION_FIELDS))
+    yield method
+    del METHODS[method.name]
+
+
+def test_a_registered_method_trains_through_semifl_run(toy, tmp_path, capsys):
+    argv = ["run", "--profile", "smoke", "--device", "cpu", "--set", "rounds=2", "--results-dir", str(tmp_path)]
+    assert cli_main([*argv, "--algorithm", toy.name]) == 0
+    assert cli_main([*argv, "--algorithm", methods.PARTIALLY_SUPERVISED]) == 0
+    cfg = profile("smoke", algorithm=toy.name, rounds=2)
+    info = results.open_run(tmp_path, cfg)
+    assert info.state == "complete" and info.path.name.startswith("toy-smoothing-synthetic-ns100-seed0-")
+    mine = pd.read_csv(info.path / "metrics.csv")
+    assert list(mine["round"]) == [1, 2] and mine.test_acc.notna().all()
+    # the same data, plan and start as Partially Supervised: only the loss differs, so the losses differ
+    theirs = pd.read_csv(results.open_run(tmp_path, cfg.replace(algorithm=methods.PARTIALLY_SUPERVISED)).path
+                         / "metrics.csv")
+    assert (mine.server_loss > theirs.server_loss).all()
+    # the fields it declared unused are not in its run key; the CLI lists it
+    assert cfg.replace(partition="dir-0.3").key() == cfg.key()
+    with pytest.raises(SystemExit):
+        cli_main(["run", "--help"])
+    assert toy.name in "".join(capsys.readouterr().out.split())   # help text wraps at hyphens
+
+
+def test_an_unregistered_or_doubly_registered_method_is_refused(toy):
+    with pytest.raises(ConfigError, match=r"algorithm='toy-smoothng'.*did you mean 'toy-smoothing'"):
+        profile("smoke", algorithm="toy-smoothng")
+    with pytest.raises(ValueError, match="already registered"):
+        register(Method(toy.name, "again", toy_round))
+
+
+# ---------------------------------------------------------------------- names and imports
+# The same strings with another meaning: strong_aug="semifl" is the authors' RandAugment variant, and the program.
+OTHER_MEANING = {("config.py", methods.SEMIFL), ("augment.py", methods.SEMIFL), ("cli.py", methods.SEMIFL)}
+
+
+def test_method_names_are_written_only_in_the_method_table():
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == PACKAGE / "methods" / "__init__.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and node.value in NAMES and (path.name, node.value) not in OTHER_MEANING:
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
+    assert found == []
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package modules it imports, at module level or inside functions."""
+    modules = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                edges |= {a.name for a in node.names if a.name in modules}
+            elif isinstance(node, ast.ImportFrom):
+                base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+                target = ".".join(p for p in (base, node.module or "") if p)
+                subs = {f"{target}.{a.name}" for a in node.names} & set(modules)
+                edges |= subs or ({target} & set(modules))
+        graph[name] = edges - {name}
+    return graph
+
+
+def test_the_import_walk_sees_the_imports():
+    graph = import_graph()
+    assert "semifl_core.methods.semifl" in graph["semifl_core.methods.baselines"]
+    assert {"semifl_core.tasks", "semifl_core.models"} <= graph["semifl_core.methods.semifl"]
+    assert "semifl_core.results" in graph["semifl_core.run"]
+
+
+def test_no_import_cycles():
+    graph, state, cycles = import_graph(), {}, []
+
+    def visit(node, stack):
+        state[node] = "open"
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == "open":
+                cycles.append(" -> ".join(stack[stack.index(nxt):] + [nxt]))
+            elif nxt not in state:
+                visit(nxt, stack + [nxt])
+        state[node] = "done"
+    for node in sorted(graph):
+        if node not in state:
+            visit(node, [node])
+    assert cycles == []
