@@ -33,6 +33,29 @@ def test_every_notebook_is_in_the_list():
     assert sorted(NOTEBOOKS) == sorted(p.stem for p in NB_DIR.glob("*.ipynb"))
 
 
+def _cells(nb):
+    """(cell type, source, tags) per cell. A cell's trailing newlines are dropped: jupytext's percent format cannot
+    hold them (it writes them as blank lines before the next `# %%`), so they are not a disagreement."""
+    return [(c.cell_type, c.source.rstrip("\n"), c.metadata.get("tags", [])) for c in nb.cells]
+
+
+def test_paired_notebooks_agree():
+    """Each notebook is one notebook in two files (notebooks/jupytext.toml): X.ipynb (with outputs) and its percent
+    script X.py. Fails when one was edited and not synced (`jupytext --sync notebooks/X.ipynb`), or lacks its pair."""
+    jupytext = pytest.importorskip("jupytext")
+    ipynbs = {p.stem for p in NB_DIR.glob("*.ipynb")}
+    scripts = {p.stem for p in NB_DIR.glob("*.py")}
+    assert not ipynbs - scripts, f"notebooks without a .py pair (jupytext --sync): {sorted(ipynbs - scripts)}"
+    assert not scripts - ipynbs, f".py files without a notebook (jupytext --sync): {sorted(scripts - ipynbs)}"
+    for name in sorted(ipynbs):
+        nb = _cells(jupytext.read(NB_DIR / f"{name}.ipynb"))
+        py = _cells(jupytext.read(NB_DIR / f"{name}.py", fmt="py:percent"))
+        assert sum("parameters" in t for *_, t in nb) == 1, f"{name}.ipynb: no single papermill parameters cell"
+        diff = next((i for i, (a, b) in enumerate(zip(nb, py)) if a != b), min(len(nb), len(py)))
+        assert nb == py, (f"{name}.ipynb and {name}.py differ from cell {diff} on ({len(nb)} and {len(py)} cells): "
+                          f"{nb[diff:diff + 1]} vs {py[diff:diff + 1]}; run `jupytext --sync notebooks/{name}.ipynb`")
+
+
 def test_notebooks_execute_in_smoke_profile(tmp_path):
     import nbformat
     results, figures, executed = tmp_path / "results", tmp_path / "figures", tmp_path / "executed"

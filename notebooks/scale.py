@@ -1,0 +1,95 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: tags,-papermill,-execution
+#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Scale study: where does SemiFL's effect hold?
+#
+# First the rule that sized the `small` profile and the measurements it used (supervised baselines and the CPU budget only; fixed before SemiFL ran on the profile). Then SemiFL - Partially Supervised and the fraction of the Partially -> Fully Supervised gap that SemiFL closes, varying one factor at a time around the profile: N_S, client epochs E, rounds, model width. The paper's points (CIFAR-10, SVHN, CIFAR-100; WResNets, 800 rounds) are drawn beside, labeled as the paper's.
+#
+# The paper's numbers are quoted from `semifl_core/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (README, 'The small profile'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+
+# %% tags=["parameters"]
+profile = 'small'          # 'paper' | 'small' | 'smoke'
+seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
+seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
+dataset = None             # None -> the profile's PROFILE_GRID datasets
+device = 'auto'
+results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+figures_dir = None         # None -> the repository's figures/
+rounds = None              # None -> the profile's number of rounds
+
+
+# %%
+from semifl_core.config import check_parameters
+check_parameters(profile, seed, seeds, dataset, rounds, device)   # a bad parameter: one line saying which and why
+import pandas as pd
+import matplotlib
+import matplotlib.pyplot as plt
+import seaborn as sns
+from semifl_core import report, paper
+
+pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', 120)
+sns.set_theme(style='whitegrid')
+seed_list = report.seeds_of(seed, seeds)
+pairs = report.grid(profile, dataset)
+print(report.describe(profile, pairs, device, seed_list, rounds))
+print('results:', report.shown(report.repo_path('results', results_dir)), '| figures:',
+      report.shown(report.repo_path('figures', figures_dir)))
+
+
+# %%
+# The rule (README, 'The small profile'): (1) E_F = the shortest Fully Supervised training (10/20/40 epochs)
+# within 0.5 points of twice as long; (2) rounds R = the smallest multiple of 10 with R*C*N_U*E >= E_F*N;
+# (3) N_S = the largest of 40/100/250/1000 with Fully - Partially Supervised >= 15 points (3 seeds);
+# (4) check: one SemiFL run <= about 10 minutes on 2 cores.
+ds = pairs[0][0]
+fsl = report.run_all(report.fsl_sizing_configs(profile, ds), seed_list[:2], results_dir, device)
+plateau, fsl_epochs = report.fsl_plateau(fsl, report.profile(profile, ds, algorithm='fully-supervised').server_batch)
+display(plateau)
+print('rule (1): E_F =', fsl_epochs, 'epochs')
+
+# %%
+# NBVAL_CHECK_OUTPUT
+cfg = report.make(profile, ds, report.profile(profile, ds).num_supervised, rounds)
+r = report.rounds_rule(cfg, fsl_epochs, report.TRAIN_SIZE[ds])
+print(f'rule (2): R = {r} rounds; the profile has {cfg.rounds}')
+
+# %%
+df = report.run_all(report.scale_configs(profile, ds, cfg.num_supervised, rounds), seed_list, results_dir, device)
+print(report.runs_summary(df))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+ns_table, ns = report.ns_rule(df[df.label.str.startswith('N_S=')])
+display(ns_table)
+print(f'rule (3): N_S = {ns}; the profile has {cfg.num_supervised}')
+
+# %%
+# NBVAL_CHECK_OUTPUT
+report.cost_table(df)
+
+# %%
+# NBVAL_CHECK_OUTPUT
+table = report.scale_table(df)
+table.drop(columns=[c for c in table if c.startswith('_')])
+
+# %%
+fig = report.scale_figure(table, cfg)
+print(report.save_figure(fig, figures_dir, f'scale_{ds}'))
+plt.show()
+
+# %%
+# NBVAL_CHECK_OUTPUT
+report.scale_claims(table, cfg)
