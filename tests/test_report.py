@@ -1,11 +1,14 @@
 """The report's rules: verdicts by the seeds' spread, the gap closed seed by seed, the profile-sizing rule, and
 rendering from the results store alone (SEMIFL_NO_TRAIN)."""
-import numpy as np
+import ast
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
-from semifl_core import report
+from semifl_core import paper, report
 from semifl_core.config import TRAIN_SIZE, profile
+from semifl_core.methods import METHODS, SEMIFL
 
 
 @pytest.mark.parametrize("a, b, want", [
@@ -97,4 +100,33 @@ def test_notebook_default_folders_are_the_repositorys_from_any_working_directory
         monkeypatch.chdir(cwd)
         assert report.repo_path("results") == report.REPO / "results"
         assert report.repo_path("figures") == report.REPO / "figures"
-    assert report.repo_path("results", "elsewhere") == report.Path("elsewhere")
+    assert report.repo_path("results", "elsewhere") == Path("elsewhere")
+
+
+def test_run_labels_are_the_method_tables_labels():
+    """A run labeled with a method's label runs that method (Table 1: 'method | partition'; scale: 'point | method')."""
+    ds, n = report.grid("smoke")[0]
+    for label, cfg in report.table1_configs("smoke", ds, n).items():
+        assert label.split(" | ")[0] == METHODS[cfg.algorithm].label
+    for label, cfg in report.scale_configs("smoke", ds, n).items():
+        assert label.split(" | ")[1] == METHODS[cfg.algorithm].label
+
+
+def test_paper_is_one_module_under_two_names():
+    # notebooks import `from semifl_core import paper`; the report reads semifl_core.report.paper
+    assert paper is report.paper
+    assert paper.table1(SEMIFL, "iid", "cifar10", 250) == "88.2(0.3)"
+
+
+def test_report_modules_import_in_one_direction():
+    """runs -> configs -> tables / figures -> claims (paper and rule below all): no module imports one above it."""
+    layer = {"paper": 0, "rule": 0, "runs": 1, "configs": 2, "tables": 3, "figures": 4, "claims": 4}
+    folder = Path(report.__file__).parent
+    assert sorted(p.stem for p in folder.glob("*.py")) == sorted(["__init__", *layer])
+    for name, level in layer.items():
+        tree = ast.parse((folder / f"{name}.py").read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                targets = [node.module] if node.module else [a.name for a in node.names]
+                for target in targets:
+                    assert layer[target] < level, f"{name} imports {target}"

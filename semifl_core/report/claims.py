@@ -1,0 +1,252 @@
+"""The claims each notebook ends with: per paper item, what the paper states, its verdict on our runs by RULE and the
+evidence (the `*_claims` functions), and the diagnosis' findings."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..config import profile
+from ..methods import FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
+from . import paper
+from .configs import INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of, table5_label, table5_rows
+from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
+from .rule import above, at_least, every, verdict
+from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, mean_std, paper_table4, profile_table4, same_value,
+                     select, split_table, stage_change, stage_halves, stage_table, suspects_table)
+
+
+def claims(items: list) -> pd.DataFrame:
+    """items: (claim, verdict, evidence); a verdict is a RULE string, or a bool for exact claims (yes / no)."""
+    rows = [{"claim": c, "held": ("yes" if h else "no") if isinstance(h, (bool, np.bool_)) else h, "evidence": e}
+            for c, h, e in items]
+    return pd.DataFrame(rows, columns=["claim", "held", "evidence"])
+
+
+def _prefix(pairs, ds, n):
+    """'[dataset, N_S=n] ' before a claim when the notebook shows several (dataset, N_S) pairs."""
+    return f"[{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}] " if len(pairs) > 1 else ""
+
+
+def table1_claims(df, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        acc = lambda m, p=None: accuracy(df, ds, n, m, p)
+        semi, fix, het = ({p: acc(label_of(m), p) for p in PARTITIONS} for m in (SEMIFL, FEDAVG_FIXMATCH,
+                                                                                 FEDAVG_SUPERVISED))
+        part, full = acc(label_of(PARTIALLY_SUPERVISED)), acc(label_of(FULLY_SUPERVISED))
+        ev = lambda d: ", ".join(f"{k}: {v[1]}" for k, v in d.items())
+        items += [
+            (pre + "SemiFL beats Partially Supervised under every partition",
+             every(above(semi[p][2], part[2]) for p in PARTITIONS),
+             f"SemiFL {ev(semi)}; Partially Supervised {part[1]}"),
+            (pre + "SemiFL beats FedAvg + FixMatch (vanilla SSFL) under every partition",
+             every(above(semi[p][2], fix[p][2]) for p in PARTITIONS), f"SemiFL {ev(semi)}; FedAvg+FixMatch {ev(fix)}"),
+            (pre + "FedAvg + FixMatch stays below Partially Supervised under every partition",
+             every(above(part[2], fix[p][2]) for p in PARTITIONS),
+             f"FedAvg+FixMatch {ev(fix)}; Partially Supervised {part[1]}"),
+            (pre + "Fully Supervised stays above SemiFL under every partition",
+             every(above(full[2], semi[p][2]) for p in PARTITIONS), f"Fully Supervised {full[1]}; SemiFL {ev(semi)}"),
+            (pre + "SemiFL beats supervised FL (HeteroFL row) under Non-IID, K=2",
+             above(semi[NON_IID_K2][2], het[NON_IID_K2][2]),
+             f"SemiFL {semi[NON_IID_K2][1]} vs fedavg-supervised {het[NON_IID_K2][1]}"),
+            (pre + "SemiFL degrades with label skew: IID above Non-IID K=2",
+             above(semi[IID][2], semi[NON_IID_K2][2]), f"SemiFL {ev(semi)}"),
+        ]
+    return claims(items)
+
+
+def table2_claims(df, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED))
+        for p in ABLATION_PARTITIONS:
+            a = {k: accuracy(df, ds, n, v, p) for k, v in TABLE2_VARIANTS.items()}
+            ev = "; ".join(f"ft={'y' if k[0] else 'n'}/gl={'y' if k[1] else 'n'}: {v[1]}" for k, v in a.items())
+            pn = paper.PARTITION_NAMES[p]
+            items += [
+                (pre + f"{pn}: fine-tune + global pseudo-labels is the best of the four combinations",
+                 every(above(a[(True, True)][2], a[k][2]) for k in TABLE2_VARIANTS if k != (True, True)), ev),
+                (pre + f"{pn}: fine-tuning alone beats global pseudo-labels alone",
+                 above(a[(True, False)][2], a[(False, True)][2]), ev),
+                (pre + f"{pn}: full SemiFL beats Partially Supervised", above(a[(True, True)][2], part[2]),
+                 f"SemiFL {a[(True, True)][1]} vs Partially Supervised {part[1]}"),
+                (pre + f"{pn}: FedAvg + FixMatch falls below Partially Supervised", above(part[2], a[(False, False)][2]),
+                 f"FedAvg+FixMatch {a[(False, False)][1]} vs Partially Supervised {part[1]}"),
+            ]
+    return claims(items)
+
+
+def figure6_claims(long, pairs) -> pd.DataFrame:
+    """Pseudo-label quality of full SemiFL against each other Table 2 variant, per seed averaged over the second half
+    of the rounds."""
+    items = []
+    best = TABLE2_VARIANTS[(True, True)]
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        for part in ABLATION_PARTITIONS:
+            for metric in ("Pseudo Accuracy", "Threshold Accuracy"):
+                d = long[(long.dataset == ds) & (long.num_supervised == n) & (long.partition == part)
+                         & (long.metric == metric)]
+                claim = pre + f"{paper.PARTITION_NAMES[part]}: {metric} (second half of rounds) is highest with " \
+                              f"fine-tune + global"
+                ran = long[(long.dataset == ds) & (long.num_supervised == n) & (long.partition == part)]
+                if best not in set(ran.method):
+                    items.append((claim, "not run", "full SemiFL's runs are not in the results store"))
+                    continue
+                if best not in set(d.method):
+                    items.append((claim, False, "never defined: no pseudo-label passed the threshold in any round"))
+                    continue
+                late = d[d["round"] > d["round"].max() / 2].groupby(["method", "seed"]).value.mean()
+                per = {m: late[m].to_numpy() for m in late.index.get_level_values(0).unique()}
+                items.append((claim, every(above(per[best], v) for m, v in per.items() if m != best),
+                              "; ".join(f"{m}: {mean_std(v)}" for m, v in per.items())))
+    return claims(items)
+
+
+def table3_claims(df, pairs) -> pd.DataFrame:
+    """The paper: sBN statistics from the server only are about as good as from server and clients."""
+    items = []
+    for ds, n in pairs:
+        for part in ABLATION_PARTITIONS:
+            s = select(df, ds, n, sbn_source="server", partition=part).sort_values("seed").best_acc
+            a = select(df, ds, n, sbn_source="all", partition=part).sort_values("seed").best_acc
+            v = above(a, s)
+            items.append((_prefix(pairs, ds, n) + f"{paper.PARTITION_NAMES[part]}: sBN statistics from the server only "
+                          "are not worse than from server and clients",
+                          {"within noise": "held", "not held": "held", "held": "not held"}.get(v, v),
+                          f"server {mean_std(s)} vs all {mean_std(a)}"))
+    return claims(items)
+
+
+def table5_claims(df, p, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        labels = [table5_label(*row) for row in table5_rows(p, ds, n)]
+        low_e, no_mix, no_mom, full = labels
+        for part in ABLATION_PARTITIONS:
+            a = {l: accuracy(df, ds, n, l, part) for l in labels}
+            pn = paper.PARTITION_NAMES[part]
+            items += [
+                (pre + f"{pn}: fewer local epochs hurt ({low_e} below {full})", above(a[full][2], a[low_e][2]),
+                 f"{a[low_e][1]} vs {a[full][1]}"),
+                (pre + f"{pn}: the mix loss helps ({full} above {no_mix})", above(a[full][2], a[no_mix][2]),
+                 f"{a[full][1]} vs {a[no_mix][1]}"),
+                (pre + f"{pn}: global momentum helps ({full} above beta_g=0)", above(a[full][2], a[no_mom][2]),
+                 f"{a[full][1]} vs {a[no_mom][1]}"),
+            ]
+    return claims(items)
+
+
+def figure2_claims(df, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED))
+        fix = label_of(FEDAVG_FIXMATCH)   # figure2_configs' labels: f"{fix}, 1 local step" and f"{fix}, E=<E>"
+        one = next((m for m in df.method.unique() if "1 local step" in m), f"{fix}, 1 local step")
+        many = next((m for m in df.method.unique() if m.startswith(f"{fix}, E=")), f"{fix}, E")
+        e_name = many.split(", ", 1)[1]
+        for p in ABLATION_PARTITIONS:
+            a1, ae = accuracy(df, ds, n, one, p), accuracy(df, ds, n, many, p)
+            pn = paper.PARTITION_NAMES[p]
+            items += [
+                (pre + f"{pn}: FedAvg + FixMatch with multiple local epochs falls below Partially Supervised",
+                 above(part[2], ae[2]), f"{many}: {ae[1]}; Partially Supervised {part[1]}"),
+                (pre + f"{pn}: FedAvg + FixMatch works better with one local step per round than with {e_name}",
+                 above(a1[2], ae[2]), f"1 step: {a1[1]}; {e_name}: {ae[1]}"),
+            ]
+    return claims(items)
+
+
+def learning_curve_claims(df, c, pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED), metric="final_acc")
+        for p in PARTITIONS:
+            d = c[(c.dataset == ds) & (c.num_supervised == n) & (c.method == label_of(SEMIFL)) & (c.partition == p)]
+            d = d.dropna(subset=["test_acc"]).sort_values("seed")
+            first, last = (d[d["round"] == d["round"].agg(f)].test_acc.to_numpy() for f in ("min", "max"))
+            final = accuracy(df, ds, n, label_of(SEMIFL), p, metric="final_acc")
+            pn = paper.PARTITION_NAMES[p]
+            items += [
+                (pre + f"{pn}: SemiFL's accuracy rises over training (last round above first)", above(last, first),
+                 f"first round {mean_std(first)} -> last round {mean_std(last)}" if len(d) else "no evaluations"),
+                (pre + f"{pn}: SemiFL ends above Partially Supervised (final round)", above(final[2], part[2]),
+                 f"{final[1]} vs {part[1]}"),
+            ]
+    return claims(items)
+
+
+def table4_claims(pairs) -> pd.DataFrame:
+    items = []
+    for ds, n in pairs:
+        cfg = profile("paper", ds, num_supervised=n)
+        diffs = []
+        for name, fld in TABLE4_FIELDS:
+            v = profile_table4(cfg, fld)
+            if not same_value(v, paper_table4(ds, n, fld)):
+                diffs.append(f"{name}: {v} vs paper {paper_table4(ds, n, fld)}")
+        items.append((f"profile('paper') for {paper.DATASET_NAMES.get(ds, ds)}, N_S={n} has Table 4's hyperparameters",
+                      not diffs, "; ".join(diffs) or f"all {len(TABLE4_FIELDS)} values match"))
+    return claims(items)
+
+
+def scale_claims(table, cfg) -> pd.DataFrame:
+    """What the study shows, each verdict by RULE on the seeds (at_least for the issue's goal of half the gap)."""
+    t = table.set_index("point")
+    prof = f"N_S={cfg.num_supervised}"
+    col = lambda k, c: t.loc[k, c] if k in t.index else np.array([])
+    shown_ = lambda k, c: t.loc[k, c] if k in t.index else "not run"
+    semi, psl = label_of(SEMIFL), label_of(PARTIALLY_SUPERVISED)
+    items = [(f"At the profile ({prof}, IID) SemiFL is above Partially Supervised",
+              above(col(prof, "_semi"), col(prof, "_psl")),
+              f"SemiFL {shown_(prof, semi)} vs Partially Supervised {shown_(prof, psl)}"),
+             ("At the profile SemiFL closes at least half of the gap (the issue's goal)",
+              at_least(col(prof, "_closed"), 0.5), f"gap closed {shown_(prof, 'gap closed (%)')} %")]
+    ran = [m for m in SCALE_NS if len(col(f"N_S={m}", "_gain"))] or [SCALE_NS[-1], SCALE_NS[0]]
+    for name, a, b in ((f"more rounds ({5 * cfg.rounds} vs {cfg.rounds})", f"rounds={5 * cfg.rounds}", prof),
+                       ("more local epochs (E=5 vs E=1)", prof, "E=1.0"),
+                       ("a wider model (cnn-w2 vs cnn)", "model=cnn-w2", prof),
+                       (f"more labels (N_S={max(ran)} vs {min(ran)}, the extremes with SemiFL runs)",
+                        f"N_S={max(ran)}", f"N_S={min(ran)}")):
+        items.append((f"The gain SemiFL - Partially Supervised grows with {name}", above(col(a, "_gain"), col(b, "_gain")),
+                      f"gain {shown_(a, 'SemiFL - Partially')} vs {shown_(b, 'SemiFL - Partially')}"))
+    return claims(items)
+
+
+def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
+    """The diagnosis in claims form: SemiFL vs Partially Supervised per N_S, the stage of a round that loses most,
+    and each suspect's verdict (by `differs`), with the labeled-set spread beside."""
+    items = []
+    stages = stage_table(df)
+    late_rounds = {n: g for (n, h), g in stage_halves(df) if h == "rounds T/2-T"}
+    spread = split_table(splits)
+    for n in ns_list:
+        d = df[df.num_supervised == n]
+        semi = d[d.label == INSTRUMENTED].final_acc
+        part = d[d.label == label_of(PARTIALLY_SUPERVISED)].final_acc
+        sp = spread[(spread.N_S == n) & (spread.method == label_of(SEMIFL))]
+        n_splits = ((splits.num_supervised == n) & splits.label.str.startswith(f"{label_of(SEMIFL)} | ")).sum()
+        items.append((f"N_S={n}: SemiFL ({mean_std(semi)}) vs Partially Supervised ({mean_std(part)})",
+                      verdict(semi, part), f"labeled-set draw alone moves SemiFL by {sp['range'].iloc[0]} points "
+                      f"({n_splits} of split seeds 0-4 run)" if n_splits > 1
+                      else "labeled-set spread: fewer than 2 splits run"))
+        late = stages[(stages.N_S == n) & (stages.rounds == "rounds T/2-T")]
+        if len(late):
+            g = late_rounds[n]
+            change = {name: stage_change(g, after, before).mean() for name, after, before in STAGE_STEPS}
+            change = {name: v for name, v in change.items() if not np.isnan(v)}   # a stage that never happened
+            worst = min(change, key=change.get) if change else "not run"
+            items.append((f"N_S={n}: the stage of a round that loses most test accuracy (second half of training)",
+                          worst, ", ".join(f"{name} {late[name].iloc[0]}" for name, _, _ in STAGE_STEPS)))
+        table = suspects_table(df, n).set_index("run")
+        for name in SUSPECTS:
+            if name in table.index:
+                row = table.loc[name]
+                items.append((f"N_S={n}: {name}", row.iloc[-1], f"{row['final accuracy']} vs profile "
+                              f"{table.loc[INSTRUMENTED, 'final accuracy']} (difference {row['difference to profile']})"))
+    return pd.DataFrame(items, columns=["finding", "verdict", "evidence"])

@@ -1,0 +1,160 @@
+"""The runs each paper item needs, as {label: Config} per profile and (dataset, N_S): built here once, so that
+notebooks share runs (same config -> same run directory -> reused). A run's label starts with its method's label."""
+from __future__ import annotations
+
+from ..config import profile
+from ..methods import FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL
+from .paper import ABLATION_PARTITIONS, PARTITIONS
+from .runs import make
+
+
+def label_of(method: str) -> str:
+    """A method's row label: its display label in the method table (methods.METHODS)."""
+    return METHODS[method].label
+
+
+BASELINE_METHODS = (FULLY_SUPERVISED, PARTIALLY_SUPERVISED)   # centralized: one run serves every partition
+BASELINES = tuple(label_of(m) for m in BASELINE_METHODS)
+TABLE2_VARIANTS = {(False, False): label_of(FEDAVG_FIXMATCH), (False, True): "SemiFL: global pseudo-labels only",
+                   (True, False): "SemiFL: fine-tune only", (True, True): "SemiFL (fine-tune + global)"}
+
+
+def baseline_configs(p, ds, n, rounds=None) -> dict:
+    return {label_of(m): make(p, ds, n, rounds, algorithm=m) for m in BASELINE_METHODS}
+
+
+def table1_configs(p, ds, n, rounds=None) -> dict:
+    cfgs = baseline_configs(p, ds, n, rounds)
+    for part in PARTITIONS:
+        cfgs[f"{label_of(SEMIFL)} | {part}"] = make(p, ds, n, rounds, partition=part)
+        for m in (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED):
+            cfgs[f"{label_of(m)} | {part}"] = make(p, ds, n, rounds, partition=part, algorithm=m)
+    return cfgs
+
+
+def table2_configs(p, ds, n, rounds=None) -> dict:
+    cfgs = baseline_configs(p, ds, n, rounds)
+    for part in ABLATION_PARTITIONS:
+        for (ft, gl), name in TABLE2_VARIANTS.items():
+            if (ft, gl) == (False, False):
+                cfgs[f"{name} | {part}"] = make(p, ds, n, rounds, partition=part, algorithm=FEDAVG_FIXMATCH)
+            else:
+                cfgs[f"{name} | {part}"] = make(p, ds, n, rounds, partition=part, finetune=ft,
+                                                global_pseudo_labels=gl)
+    return cfgs
+
+
+def table3_configs(p, ds, n, rounds=None) -> dict:
+    return {f"sBN {src} | {part}": make(p, ds, n, rounds, partition=part, sbn_source=src)
+            for part in ABLATION_PARTITIONS for src in ("server", "all")}
+
+
+def table5_rows(p, ds, n) -> list[tuple]:
+    """(E, beta_g, mixup) rows of Table 5 at this profile: the paper's E=1 vs 5 becomes E/5 vs the profile's E."""
+    base = make(p, ds, n)
+    e, bg = base.local_epochs, base.global_momentum
+    return [(e / 5, bg, True), (e, bg, False), (e, 0.0, True), (e, bg, True)]
+
+
+def table5_label(e, bg, mx) -> str:
+    """A Table 5 row's label, e.g. 'E=5, beta_g=0.5, mixup=yes'."""
+    return f"E={e:g}, beta_g={bg:g}, mixup={'yes' if mx else 'no'}"
+
+
+def table5_configs(p, ds, n, rounds=None) -> dict:
+    return {f"{table5_label(e, bg, mx)} | {part}":
+            make(p, ds, n, rounds, partition=part, local_epochs=e, global_momentum=bg, mix_loss=mx)
+            for part in ABLATION_PARTITIONS for e, bg, mx in table5_rows(p, ds, n)}
+
+
+def figure2_configs(p, ds, n, rounds=None) -> dict:
+    cfgs = baseline_configs(p, ds, n, rounds)
+    e = make(p, ds, n).local_epochs
+    for part in ABLATION_PARTITIONS:
+        cfgs[f"{label_of(FEDAVG_FIXMATCH)}, 1 local step | {part}"] = make(p, ds, n, rounds, partition=part,
+                                                                           algorithm=FEDAVG_FIXMATCH, local_epochs=1e-9)
+        cfgs[f"{label_of(FEDAVG_FIXMATCH)}, E={e:g} | {part}"] = make(p, ds, n, rounds, partition=part,
+                                                                      algorithm=FEDAVG_FIXMATCH)
+    return cfgs
+
+
+# Fully Supervised trained for 5, 10 and 20 epochs with the profile's recipe (batch 10): the rule takes the shortest
+# within 0.5 points of the next. The old recipe (batch 250, which is not faster per epoch on a CPU) is shown beside.
+FSL_SIZING_EPOCHS = {"small": (5, 10, 20), "paper": (5, 10, 20), "smoke": (1, 2)}
+FSL_OLD_RECIPE = {"small": (250, (10, 20, 40))}
+
+
+def fsl_sizing_configs(p, ds) -> dict:
+    base = make(p, ds, profile(p, ds).num_supervised, algorithm=FULLY_SUPERVISED)
+    out = {f"batch {base.server_batch}, {e} epochs": base.replace(rounds=e) for e in FSL_SIZING_EPOCHS[p]}
+    if p in FSL_OLD_RECIPE:
+        batch, lengths = FSL_OLD_RECIPE[p]
+        out.update({f"batch {batch}, {e} epochs": base.replace(rounds=e, server_batch=batch) for e in lengths})
+    return out
+
+
+SCALE_NS = (40, 100, 250, 1000)
+
+
+def scale_configs(p, ds, n, rounds=None) -> dict:
+    """SemiFL and its supervised references, varying one factor at a time around the profile (N_S, client E,
+    rounds, model). Labels are 'factor=value | method'. Partially Supervised reads N_S, the rounds and the model;
+    Fully Supervised (the whole training set, its own length) only the model."""
+    cfg = make(p, ds, n, rounds)
+    points = [("N_S", m, dict(num_supervised=m)) for m in SCALE_NS]
+    points += [("E", 1.0, dict(local_epochs=1.0)), ("rounds", 5 * cfg.rounds, dict(rounds=5 * cfg.rounds)),
+               ("model", "cnn-w2", dict(model="cnn-w2"))]
+    out = {}
+    for factor, value, over in points:
+        semifl = cfg.replace(**over)
+        key = f"{factor}={value}"
+        out[f"{key} | {label_of(SEMIFL)}"] = semifl
+        out[f"{key} | {label_of(PARTIALLY_SUPERVISED)}"] = make(p, ds, semifl.num_supervised, semifl.rounds,
+                                                                model=semifl.model, algorithm=PARTIALLY_SUPERVISED)
+        out[f"{key} | {label_of(FULLY_SUPERVISED)}"] = make(p, ds, n, rounds, model=semifl.model,
+                                                            algorithm=FULLY_SUPERVISED)
+    return out
+
+
+# Each suspect of the diagnosis changes one thing of the profile (the issue's list); "5x rounds" keeps the cosine
+# over all rounds.
+SUSPECTS = {
+    "client E=1 (profile E=5)": lambda c: dict(local_epochs=1.0),
+    "no global momentum (beta_g=0)": lambda c: dict(global_momentum=0.0),
+    "5x rounds": lambda c: dict(rounds=5 * c.rounds),
+    "wider CNN (cnn-w2)": lambda c: dict(model="cnn-w2"),
+    "client momentum reset": lambda c: dict(client_momentum="reset"),
+    "server momentum reset": lambda c: dict(server_momentum="reset"),
+    "FixMatch's RandAugment": lambda c: dict(strong_aug="fixmatch"),
+    "no mix loss": lambda c: dict(mix_loss=False),
+    "sBN statistics from all data": lambda c: dict(sbn_source="all"),
+    "Algorithm 1 round order": lambda c: dict(round_order="paper"),
+}
+
+
+INSTRUMENTED = "profile (instrumented)"   # the profile's SemiFL with diagnostics=True
+SPLIT_SEEDS = range(5)
+
+
+def diagnosis_ns(profile_name: str, dataset=None) -> list[int]:
+    """The diagnosis looks at N_S=40 (4 labels per class, where SemiFL fell below Partially Supervised) and the
+    profile's N_S."""
+    n = profile(profile_name, dataset).num_supervised
+    return sorted({40, n}) if profile_name == "small" else [n]
+
+
+def diagnosis_configs(p, ds, n, rounds=None) -> dict:
+    base = make(p, ds, n, rounds)
+    out = {INSTRUMENTED: base.replace(diagnostics=True),
+           **{label_of(m): make(p, ds, n, rounds, algorithm=m) for m in (PARTIALLY_SUPERVISED, FULLY_SUPERVISED)}}
+    out.update({name: base.replace(**change(base)) for name, change in SUSPECTS.items()})
+    return out
+
+
+def split_configs(p, ds, n, rounds=None) -> dict:
+    """The profile's SemiFL and Partially Supervised with the data split drawn by split seeds 0-4 and everything
+    else (initialisation, client sampling, augmentation) fixed by the run's seed: the labeled-set draw alone."""
+    base = make(p, ds, n, rounds)
+    psl = make(p, ds, n, rounds, algorithm=PARTIALLY_SUPERVISED)
+    return {**{f"{label_of(SEMIFL)} | split {k}": base.replace(split_seed=k) for k in SPLIT_SEEDS},
+            **{f"{label_of(PARTIALLY_SUPERVISED)} | split {k}": psl.replace(split_seed=k) for k in SPLIT_SEEDS}}

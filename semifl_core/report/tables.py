@@ -1,0 +1,396 @@
+"""One function per table of the paper and of the studies (Table 1-5, the gap closed, the sizing rule, the scale
+study's points and cost, the diagnosis' suspects, stages, classes and splits): runs in, a DataFrame out, with
+"mean (std) n=k" cells and the paper's numbers beside ours."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from ..config import profile
+from ..methods import FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
+from . import paper
+from .configs import (BASELINE_METHODS, BASELINES, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of, table5_label,
+                      table5_rows)
+from .paper import ABLATION_PARTITIONS, PARTITIONS
+from .rule import verdict
+from .runs import curves, train_minutes
+
+# Table 1's row for fedavg-supervised: the paper calls it HeteroFL (supervised FL with fully labeled clients).
+HETEROFL_ROW = "HeteroFL (= fedavg-supervised, fully labeled clients)"
+
+
+def mean_std(values) -> str:
+    """'mean (std) n=k' with the population std over seeds, one decimal; one seed: 'value (n=1)' (no spread); no
+    values: 'not run'; only NaN (undefined, e.g. a gap closed when the gap is zero): 'n/a'."""
+    v = np.asarray([x for x in values if x is not None], float)
+    if len(v) == 0:
+        return "not run"
+    v = v[~np.isnan(v)]
+    if len(v) == 0:
+        return "n/a"
+    return f"{v.mean():.1f} (n=1)" if len(v) == 1 else f"{v.mean():.1f} ({v.std(ddof=0):.1f}) n={len(v)}"
+
+
+def side_by_side(rows: list[dict], paper_label: str, ours_label: str = "this run") -> pd.DataFrame:
+    """rows: dicts with index columns plus 'paper' and 'ours' -> DataFrame with the paper's column (named
+    paper_label, e.g. 'paper (CIFAR-10, N_S=250)') next to 'this run'."""
+    out = pd.DataFrame(rows).rename(columns={"paper": paper_label, "ours": ours_label})
+    return out.fillna({paper_label: "-"})
+
+
+def _table(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+    """DataFrame(rows); with no rows (no runs), an empty frame that still has the columns callers select on."""
+    return pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
+
+
+def select(df, ds, n, **where):
+    """The runs of df at (dataset, N_S) whose columns have the values `where` gives."""
+    sel = df[(df.dataset == ds) & (df.num_supervised == n)]
+    for k, v in where.items():
+        sel = sel[sel[k] == v]
+    return sel
+
+
+def accuracy(df, ds, n, method, part=None, metric="best_acc"):
+    """(mean, 'mean (std) n=k', per-seed values in seed order) of one method's runs."""
+    sel = select(df, ds, n, method=method)
+    if part is not None and method not in BASELINES:
+        sel = sel[sel.partition == part]
+    v = sel.sort_values("seed")[metric].to_numpy(float)
+    return float(v.mean()) if len(v) else math.nan, mean_std(v), v
+
+
+def table1(df, ds, n) -> pd.DataFrame:
+    pds, pn = paper.paper_column_for(ds, n)
+    rows = [{"group": "Baseline", "method": label_of(m), "paper": paper.table1(m, None, pds, pn),
+             "ours": accuracy(df, ds, n, label_of(m))[1]} for m in BASELINE_METHODS]
+    rows += [{"group": "SSL (centralized; paper only, not run)", "method": m, "paper": paper.table1(m, None, pds, pn),
+              "ours": "not run"} for m in paper.TABLE1_SSL]
+    for part in PARTITIONS:
+        g = paper.PARTITION_NAMES[part]
+        rows.append({"group": g, "method": HETEROFL_ROW, "paper": paper.table1(FEDAVG_SUPERVISED, part, pds, pn),
+                     "ours": accuracy(df, ds, n, label_of(FEDAVG_SUPERVISED), part)[1]})
+        for m in ("FedMatch", "FedRGD"):
+            rows.append({"group": g, "method": f"{m} (paper only, not run)", "paper": paper.table1(m, part, pds, pn),
+                         "ours": "not run"})
+        rows.append({"group": g, "method": label_of(FEDAVG_FIXMATCH), "paper": None,
+                     "ours": accuracy(df, ds, n, label_of(FEDAVG_FIXMATCH), part)[1]})
+        rows.append({"group": g, "method": label_of(SEMIFL), "paper": paper.table1(SEMIFL, part, pds, pn),
+                     "ours": accuracy(df, ds, n, label_of(SEMIFL), part)[1]})
+    return side_by_side(rows, paper.label(pds, pn), f"this run ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n})")
+
+
+def gap_closed(semifl, partial, full) -> float:
+    """The fraction of the Partially -> Fully Supervised gap that SemiFL closes (1 = all of it)."""
+    return (semifl - partial) / (full - partial)
+
+
+def gap_table(df, ds, n) -> pd.DataFrame:
+    """Per partition: SemiFL, Partially and Fully Supervised (final round and best round), and the fraction of the
+    Partially -> Fully Supervised gap that SemiFL closes, computed seed by seed (the same seed's baselines)."""
+    semifl = label_of(SEMIFL)
+    methods = (semifl, label_of(PARTIALLY_SUPERVISED), label_of(FULLY_SUPERVISED))
+    rows = []
+    for part in PARTITIONS:
+        row = {"partition": paper.PARTITION_NAMES[part]}
+        for metric, name in (("final_acc", "final round"), ("best_acc", "best round")):
+            by_seed = {m: select(df, ds, n, method=m, **({} if m in BASELINES else {"partition": part}))
+                       .set_index("seed")[metric] for m in methods}
+            semi, psl, fsl = pd.concat(by_seed, axis=1, join="inner").to_numpy(float).T   # seeds all three have
+            row[f"{semifl}, {name}"] = mean_std(by_seed[semifl])
+            row[f"SemiFL - Partially, {name}"] = mean_std(semi - psl)
+            row[f"gap closed (%), {name}"] = mean_std(100 * gap_closed(semi, psl, fsl))
+        pds, pn = paper.paper_column_for(ds, n)
+        paper_closed = paper_gap_points().query("partition == @part and num_supervised == @pn")
+        paper_closed = paper_closed[paper_closed.dataset == paper.DATASET_NAMES[pds]]
+        row[f"gap closed (%), {paper.label(pds, pn)}"] = f"{100 * paper_closed.closed.iloc[0]:.0f}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paper_gap_points() -> pd.DataFrame:
+    """The paper's Table 1 as (dataset, N_S, partition, gain, fraction of the gap closed), means as printed."""
+    rows = []
+    for ds, n in paper.TABLE1_COLUMNS:
+        full = paper.value(paper.table1(FULLY_SUPERVISED, None, ds, n))
+        part = paper.value(paper.table1(PARTIALLY_SUPERVISED, None, ds, n))
+        for p in PARTITIONS:
+            semi = paper.value(paper.table1(SEMIFL, p, ds, n))
+            rows.append({"dataset": paper.DATASET_NAMES[ds], "num_supervised": n, "partition": p,
+                         "gain": semi - part, "closed": gap_closed(semi, part, full)})
+    return pd.DataFrame(rows)
+
+
+def _ablation_columns(row: dict, paper_by_partition: dict, paper_label: str, df, ds, n, method) -> dict:
+    """Adds, per ablation partition, the paper's value and ours ("mean (std) n=k") side by side to row."""
+    for part in ABLATION_PARTITIONS:
+        pn = paper.PARTITION_NAMES[part]
+        row[f"{pn}: {paper_label}"] = paper_by_partition[part]
+        row[f"{pn}: this run"] = accuracy(df, ds, n, method, part)[1]
+    return row
+
+
+def table2(df, ds, n) -> pd.DataFrame:
+    pl = paper.label(*paper.TABLE2_DATASET)
+    rows = []
+    for key in [*BASELINE_METHODS, *TABLE2_VARIANTS]:   # a baseline's method name or (finetune, global)
+        name = label_of(key) if isinstance(key, str) else TABLE2_VARIANTS[key]
+        row = {"method": name, "fine-tune": "N/A" if isinstance(key, str) else ("yes" if key[0] else "no"),
+               "global pseudo-labels": "N/A" if isinstance(key, str) else ("yes" if key[1] else "no")}
+        rows.append(_ablation_columns(row, paper.TABLE2[key], pl, df, ds, n, name))
+    return pd.DataFrame(rows)
+
+
+def table3(df, ds, n) -> pd.DataFrame:
+    pds, pn_ = paper.paper_column_for(ds, n)
+    pl = paper.label(pds, pn_)
+    rows = []
+    for src, name in (("server", "server only"), ("all", "server and clients")):
+        row = {"sBN statistics": name}
+        for part in ABLATION_PARTITIONS:
+            pn = paper.PARTITION_NAMES[part]
+            row[f"{pn}: {pl}"] = paper.TABLE3[src].get((pn_, part), "-")
+            row[f"{pn}: this run"] = mean_std(select(df, ds, n, sbn_source=src, partition=part).best_acc)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table5(df, p, ds, n) -> pd.DataFrame:
+    pl = paper.label(*paper.TABLE5_DATASET)
+    rows = []
+    for (e, bg, mx), key in zip(table5_rows(p, ds, n), paper.TABLE5):
+        label = table5_label(e, bg, mx)
+        row = {"E (paper)": key[0], "E (this run)": e, "beta_g": bg, "mixup": "yes" if mx else "no"}
+        rows.append(_ablation_columns(row, paper.TABLE5[key], pl, df, ds, n, label))
+    return pd.DataFrame(rows)
+
+
+ARCH = {"wrn28x2": "WResNet28x2", "wrn28x8": "WResNet28x8", "cnn": "CNN"}
+TABLE4_FIELDS = [("Architecture", "model"), ("Server batch size", "server_batch"), ("Server epoch", "server_epochs"),
+                 ("Client batch size", "client_batch"), ("Client epoch", "local_epochs"), ("Learning rate", "lr"),
+                 ("Weight decay", "weight_decay"), ("Momentum", "momentum"), ("Nesterov", "nesterov"),
+                 ("Communication rounds", "rounds"), ("Global momentum", "global_momentum"),
+                 ("Clients M", "num_clients"), ("Active rate C", "active_rate"), ("Threshold tau", "threshold"),
+                 ("Mixup a", "mixup_alpha")]
+
+
+def paper_table4(ds, n, fld):
+    """The paper's Table 4 value of config field fld at (dataset, N_S)."""
+    if fld == "model":
+        return paper.TABLE4_ARCH.get(ds, "-")
+    if fld == "server_batch":
+        return paper.TABLE4_SERVER_BATCH.get((ds, n), "-")
+    return paper.TABLE4_COMMON[fld]
+
+
+def profile_table4(cfg, fld):
+    """cfg's value of field fld as Table 4 writes it."""
+    v = getattr(cfg, fld)
+    return ARCH.get(v, v) if fld == "model" else v
+
+
+def same_value(a, b) -> bool:
+    """a == b as numbers when both are, else as text."""
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def table4(pairs, profile_name="paper") -> pd.DataFrame:
+    rows = []
+    for name, fld in TABLE4_FIELDS:
+        row = {"hyperparameter": name}
+        for ds, n in pairs:
+            v = profile_table4(profile(profile_name, ds, num_supervised=n), fld)
+            col = f"{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}"
+            row[f"{col}: paper"] = paper_table4(ds, n, fld)
+            row[f"{col}: profile('{profile_name}')"] = v
+        rows.append(row)
+    rows.append({"hyperparameter": "Optimizer / scheduler", **{
+        c: ("SGD / Cosine Annealing" if c.endswith("paper") else "SGD / cosine (fixed in code)")
+        for c in rows[0] if c != "hyperparameter"}})
+    return pd.DataFrame(rows)
+
+
+def profile_differences(profile_name, ds, n) -> pd.DataFrame:
+    """Fields where profile(profile_name) differs from profile('paper') (for CIFAR-10 at the paper's N_S)."""
+    a = profile("paper", "cifar10", num_supervised=250).to_dict()
+    b = profile(profile_name, ds, num_supervised=n).to_dict()
+    return pd.DataFrame([{"field": k, "paper profile (CIFAR-10, N_S=250)": a[k], f"profile('{profile_name}')": b[k]}
+                         for k in a if a[k] != b[k]])
+
+
+def fsl_plateau(df, batch: int) -> tuple[pd.DataFrame, int]:
+    """Fully Supervised accuracy per recipe and training length (fsl_sizing_configs' runs), and the rule's E_F for
+    the profile's batch: the shortest length whose mean final accuracy is within 0.5 points of the next (twice as
+    long)."""
+    if df.empty:
+        return pd.DataFrame(columns=["batch", "epochs", "accuracy", "n", "gain of doubling"]), None
+    d = df.assign(batch=df.label.str.extract(r"batch (\d+)")[0].astype(int),
+                  epochs=df.label.str.extract(r"(\d+) epochs")[0].astype(int))
+    rows = []
+    for (b, e), g in d.groupby(["batch", "epochs"]):
+        rows.append({"batch": b, "epochs": e, "accuracy": mean_std(g.final_acc), "n": len(g), "_mean": g.final_acc.mean()})
+    t = pd.DataFrame(rows)
+    t["gain of doubling"] = (t.groupby("batch")._mean.shift(-1) - t._mean).round(2)   # accuracies are 0.01 steps
+    mine = t[t.batch == batch]
+    ok = mine[mine["gain of doubling"] <= 0.5]
+    chosen = int(ok.epochs.iloc[0]) if len(ok) else int(mine.epochs.iloc[-1])
+    return t.drop(columns="_mean"), chosen
+
+
+def rounds_rule(cfg, fsl_epochs: int, train_size: int) -> int:
+    """(b): the smallest multiple of 10 rounds with R * C * N_U * E >= E_F * N (client sample-epochs at least Fully
+    Supervised's), N_U = the client pool of the IID split."""
+    if fsl_epochs is None:   # no Fully Supervised sizing runs
+        return None
+    n_u = (train_size - cfg.num_supervised) // cfg.num_clients * cfg.num_clients
+    need = fsl_epochs * train_size / (cfg.active_rate * n_u * cfg.local_epochs)
+    return int(math.ceil(need / 10) * 10)
+
+
+def ns_rule(df, fsl_label=label_of(FULLY_SUPERVISED), min_gap: float = 15.0) -> tuple[pd.DataFrame, int]:
+    """(a): Partially Supervised per N_S (label 'N_S=<n> | Partially Supervised') against Fully Supervised; the rule's
+    N_S is the largest whose mean gap is at least min_gap points."""
+    partially, fully = label_of(PARTIALLY_SUPERVISED), label_of(FULLY_SUPERVISED)
+    fsl = df[df.label.str.endswith(fsl_label)].final_acc.mean()
+    psl = df[df.label.str.endswith(partially)]
+    t = psl.groupby("num_supervised").final_acc.agg(["mean", "count"]).reset_index()
+    t[partially] = [mean_std(psl[psl.num_supervised == n].final_acc) for n in t.num_supervised]
+    t[fully] = f"{fsl:.1f}"
+    t["gap"] = (fsl - t["mean"]).round(1)
+    ok = t[t.gap >= min_gap]
+    chosen = int(ok.num_supervised.max()) if len(ok) else int(t.num_supervised.min()) if len(t) else None
+    return t[["num_supervised", partially, "count", fully, "gap"]], chosen
+
+
+def scale_points(df) -> pd.DataFrame:
+    """One row per (point, seed): SemiFL, Partially and Fully Supervised final accuracy, the gain SemiFL - Partially
+    Supervised and the fraction of the gap closed."""
+    d = df.assign(point=df.label.str.split(" | ", regex=False).str[0],
+                  method=df.label.str.split(" | ", regex=False).str[1])
+    wide = d.pivot_table(index=["point", "seed"], columns="method", values="final_acc", sort=False)
+    semi, psl, fsl = (label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))
+    wide = wide.reindex(columns=[semi, psl, fsl]).reset_index()   # a method not run: NaN
+    wide["gain"] = wide[semi] - wide[psl]
+    wide["closed"] = gap_closed(wide[semi], wide[psl], wide[fsl])
+    return wide
+
+
+def scale_table(df) -> pd.DataFrame:
+    """Per point: SemiFL, Partially and Fully Supervised (final round, mean(std) over seeds, n), the gain
+    SemiFL - Partially Supervised and the fraction of the gap closed (computed seed by seed), with the verdict of
+    SemiFL against Partially Supervised by RULE. n counts the SemiFL runs in the store."""
+    semi, psl, fsl = (label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))
+    rows = []
+    for point, g in scale_points(df).groupby("point", sort=False):
+        v = {k: g[k].dropna().to_numpy() for k in (semi, psl, fsl, "gain", "closed")}   # NaN: a run not in the store
+        rows.append({"point": point, "n": len(v[semi]), fsl: mean_std(v[fsl]), psl: mean_std(v[psl]),
+                     semi: mean_std(v[semi]), "SemiFL - Partially": mean_std(v["gain"]),
+                     "gap closed (%)": mean_std(100 * v["closed"]), "gain": verdict(v[semi], v[psl]),
+                     "_gain": v["gain"], "_closed": v["closed"], "_semi": v[semi], "_psl": v[psl]})
+    return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi", "_psl"])
+
+
+def cost_table(df) -> pd.DataFrame:
+    """Training minutes per run (train_minutes, mean over seeds) by point and method: the CPU budget, rule (4).
+    Runs trained in a sweep share the 2 cores with one other run (one thread each)."""
+    d = df.assign(point=df.label.str.split(" | ", regex=False).str[0],
+                  method=df.label.str.split(" | ", regex=False).str[1],
+                  minutes=[train_minutes(p) for p in df.path])
+    return d.pivot_table(index="point", columns="method", values="minutes", aggfunc="mean", sort=False).round(1)
+
+
+def suspects_table(df, n) -> pd.DataFrame:
+    """Each suspect's final accuracy against the instrumented profile run (same seeds), with the verdict by
+    `differs`; Partially Supervised beside."""
+    d = df[df.num_supervised == n]
+    base = d[d.label == INSTRUMENTED].sort_values("seed").final_acc.to_numpy()
+    rows = []
+    for label in [INSTRUMENTED, label_of(PARTIALLY_SUPERVISED), *SUSPECTS]:
+        v = d[d.label == label].sort_values("seed").final_acc.to_numpy()
+        rows.append({"N_S": n, "run": label, "n": len(v), "final accuracy": mean_std(v),
+                     "difference to profile": f"{v.mean() - base.mean():+.1f}" if len(v) and len(base) else "n/a",
+                     "verdict (rule: |diff| > both spreads)": "-" if label == INSTRUMENTED else verdict(v, base)})
+    return pd.DataFrame(rows)
+
+
+ROUND_STAGES = [("acc_start", "global model at the start"), ("acc_client_mean", "client models (their mean accuracy)"),
+                ("acc_average", "average of the client weights"), ("acc_aggregate", "after global momentum"),
+                ("acc_finetuned", "after the server fine-tune")]
+
+
+def instrumented_curves(df) -> pd.DataFrame:
+    """Per-round metrics of the instrumented runs; a stage that never happened (no client above the threshold in
+    any round: no client models) is a column of NaN."""
+    c = curves(df[df.label == INSTRUMENTED])
+    need = [k for k, _ in ROUND_STAGES] + ["server_loss_first", "server_loss_last", "label_ratio", "threshold_acc",
+                                           "mix_acc", "round", "seed", "num_supervised"]
+    return c.reindex(columns=list(c.columns) + [k for k in need if k not in c])
+
+
+# The stages of a round as (name, accuracy after it, accuracy before it).
+STAGE_STEPS = [("client training", "acc_client_mean", "acc_start"), ("averaging", "acc_average", "acc_client_mean"),
+               ("global momentum", "acc_aggregate", "acc_average"),
+               ("server fine-tune", "acc_finetuned", "acc_aggregate")]
+
+
+def stage_halves(df):
+    """The instrumented runs' rounds grouped by (N_S, half of training)."""
+    c = instrumented_curves(df)
+    half = np.where(c["round"] <= c["round"].max() / 2, "rounds 1-T/2", "rounds T/2-T")
+    return c.assign(half=half).groupby(["num_supervised", "half"])
+
+
+def stage_change(g, after, before) -> pd.Series:
+    """Per seed, the mean change of test accuracy across one stage of a round."""
+    return (g[after] - g[before]).groupby(g.seed).mean()
+
+
+def stage_table(df) -> pd.DataFrame:
+    """Where a round loses accuracy: the change at each stage, averaged over rounds (first half and second half of
+    training) and seeds, per N_S."""
+    rows = []
+    for (n, h), g in stage_halves(df):
+        row = {"N_S": n, "rounds": h, "start": mean_std(g.groupby("seed").acc_start.mean())}
+        for name, after, before in STAGE_STEPS:
+            row[name] = mean_std(stage_change(g, after, before))
+        row["fine-tune loss, first -> last step"] = (f"{g.server_loss_first.mean():.2f} -> "
+                                                     f"{g.server_loss_last.mean():.2f}")
+        row["label ratio"] = f"{g.label_ratio.mean():.2f}"
+        row["threshold accuracy"] = f"{g.threshold_acc.mean():.1f}"
+        row["mix-label accuracy"] = f"{g.mix_acc.mean():.1f}"
+        rows.append(row)
+    return _table(rows, ["N_S", "rounds", "start", *(name for name, _, _ in STAGE_STEPS)])
+
+
+def class_table(df, class_names) -> pd.DataFrame:
+    """Per class, over the second half of training (instrumented runs): its share of the fix set (pseudo-labels
+    above the threshold; 10% would be balanced), and its test accuracy at the start of a round, after aggregation
+    and after the fine-tune."""
+    c = instrumented_curves(df)
+    c = c[c["round"] > c["round"].max() / 2]
+    rows = []
+    for n, g in c.groupby("num_supervised"):
+        for k, name in enumerate(class_names):
+            rows.append({"N_S": n, "class": name, "fix-set share (%)": 100 * g[f"fix_share_c{k}"].mean(),
+                         "acc at start": g[f"start_acc_c{k}"].mean(),
+                         "after aggregation": g[f"aggregate_acc_c{k}"].mean(),
+                         "after fine-tune": g[f"acc_c{k}"].mean()})
+    return pd.DataFrame(rows).round(1)
+
+
+def split_table(splits) -> pd.DataFrame:
+    """Per N_S and method: final accuracy for each split seed (the labeled-set draw alone), their mean(std) and
+    range (max - min)."""
+    d = splits.assign(method=splits.label.str.split(" | ", regex=False).str[0])
+    rows = []
+    for (n, method), g in d.groupby(["num_supervised", "method"], sort=False):
+        g = g.assign(split=g.label.str.rsplit(" ", n=1).str[-1].astype(int)).sort_values("split")
+        v = g.final_acc
+        rows.append({"N_S": n, "method": method, **{f"split {k}": round(a, 1) for k, a in zip(g.split, v)},
+                     "mean(std)": mean_std(v), "range": round(v.max() - v.min(), 1) if len(v) > 1 else "n/a"})
+    return _table(rows, ["N_S", "method", "mean(std)", "range"])
