@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ..config import STRONG_AUGS
 from . import paper
 from .configs import BASELINES, TABLE2_VARIANTS
 from .paper import IID, NON_IID_K2
@@ -113,7 +114,7 @@ def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
     g = torch.Generator(data.x_train.device).manual_seed(seed)
     x = data.x_train[:n_images]
     rows = [("original", x), ("weak", augment.weak(x, data.flip, g))]
-    for variant in ("semifl", "fixmatch"):
+    for variant in STRONG_AUGS:   # the authors' RandAugment, then FixMatch's
         rows += [(f"strong ({variant}) #{d + 1}", augment.strong(x, data.flip, g, variant)) for d in range(draws)]
     fig, axes = plt.subplots(len(rows), n_images, figsize=(n_images * 1.1, len(rows) * 1.15))
     for r, (name, imgs) in enumerate(rows):
@@ -124,7 +125,7 @@ def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
         axes[r, 0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=8)
     many = data.x_train[:10000]
     blank = {}
-    for variant in ("semifl", "fixmatch"):
+    for variant in STRONG_AUGS:
         v = augment.strong(many, data.flip, g, variant).flatten(1)
         blank[variant] = 100 * (v.amax(1) == v.amin(1)).float().mean().item()
     return fig, blank
