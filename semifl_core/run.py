@@ -117,11 +117,11 @@ class Experiment:
 
     def round(self, st: State, r: int) -> dict:
         """Round r (0-based) of the method, then the evaluation; returns the round's metrics.csv row."""
-        cfg = self.cfg
-        rnd = Round(r, cosine_lr(cfg, r), np.random.default_rng([cfg.seed, r]),
+        cfg, lr = self.cfg, cosine_lr(self.cfg, r)
+        rnd = Round(r, lr, np.random.default_rng([cfg.seed, r]),
                     torch.Generator(self.device).manual_seed(cfg.seed * 1_000_003 + r), self.device,
                     diagnose=cfg.diagnostics and self.evaluating(r), last=r + 1 == cfg.rounds,
-                    record=RoundRecord(round=r + 1, lr=cosine_lr(cfg, r)))
+                    record=RoundRecord(round=r + 1, lr=lr))
         rec = self.method_round(self, st, rnd)
         st.sbn_fresh = False
         if self.evaluating(r):

@@ -71,7 +71,3 @@ def register(method: Method) -> Method:
         raise ValueError(f"method {method.name!r} is already registered")
     METHODS[method.name] = method
     return method
-
-
-def get(name: str) -> Method:
-    return METHODS[name]
