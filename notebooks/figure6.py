@@ -32,8 +32,6 @@ rounds = None              # None -> the profile's number of rounds
 
 
 # %%
-from semifl_core.config import check_parameters
-check_parameters(profile, seed, seeds, dataset, rounds, device)   # a bad parameter: one line saying which and why
 import pandas as pd
 import matplotlib
 import matplotlib.pyplot as plt
@@ -41,13 +39,8 @@ import seaborn as sns
 from semifl_core import report
 from semifl_core.report import paper
 
-pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', 120)
-sns.set_theme(style='whitegrid')
-seed_list = report.seeds_of(seed, seeds)
-pairs = report.grid(profile, dataset)
-print(report.describe(profile, pairs, device, seed_list, rounds))
-print('results:', report.shown(report.repo_path('results', results_dir)), '| figures:',
-      report.shown(report.repo_path('figures', figures_dir)))
+# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
 
 
 # %%

@@ -11,8 +11,8 @@ from .figures import (augmentation_grid, lineplot_grid, pseudo_label_curves, sav
                       stage_curves, with_baselines)
 from .paper import ABLATION_PARTITIONS
 from .rule import RULE, above, at_least, every
-from .runs import (COLUMNS, REPO, curves, describe, grid, make, repo_path, run_all, run_pairs, runs_summary, seeds_of,
-                   shown, train_minutes)
+from .runs import (COLUMNS, REPO, curves, describe, grid, make, notebook_setup, repo_path, run_all, run_pairs,
+                   runs_summary, seeds_of, shown, train_minutes)
 from .tables import (class_table, cost_table, fsl_plateau, gap_table, mean_std, ns_rule, profile_differences,
                      rounds_rule, scale_table, split_table, stage_table, suspects_table, table1, table2, table3,
                      table4, table5)
