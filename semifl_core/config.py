@@ -18,6 +18,11 @@ partition              Table 1 columns (iid, non-iid-l-K, dir-ALPHA)
 round_order            Algorithm 1 ("paper": fine-tune first, once more after the last
                        round) vs the authors' code ("code": fine-tune at the end of
                        each round)
+labels_at              where the labels are: server (SemiFL), clients (FedDure: client_labels
+                       per class at every client, spread by labeled_partition), one-client
+labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition) =
+                       (IID,IID), (IID,DIR), (DIR,DIR)
+feddure_variant        FedDure as its paper describes it ("paper") or as its code runs ("code")
 =====================  ===========================================================
 """
 from __future__ import annotations
@@ -30,7 +35,7 @@ import math
 import re
 from dataclasses import dataclass, field, fields
 
-from .methods import METHODS, SEMIFL
+from .methods import METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
 
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "svhn": 10, "fashionmnist": 10, "mnist": 10, "synthetic": 10}
@@ -38,7 +43,7 @@ TRAIN_SIZE = {"cifar10": 50000, "cifar100": 50000, "svhn": 73257, "fashionmnist"
               "synthetic": 2000}
 # samples of the rarest class in each training set (SVHN: digit 9, MNIST: digit 5): bounds the partitions
 SMALLEST_CLASS = {"cifar10": 5000, "cifar100": 500, "svhn": 4659, "fashionmnist": 6000, "mnist": 5421, "synthetic": 200}
-MODELS = ("wrn28x2", "wrn28x8", "cnn", "cnn-w2")
+MODELS = ("wrn28x2", "wrn28x8", "cnn", "cnn-w2", "resnet9")
 NORMS = ("sbn", "gn", "bn")
 ENGINES = ("auto", "vectorized", "sequential")
 STRONG_AUGS = ("semifl", "fixmatch")
@@ -92,6 +97,13 @@ class Config:
     # measurement
     eval_every: int = 1
     diagnostics: bool = False            # also evaluate each client model, the average, the aggregate (run.py)
+    # label placement (SemiFL: the server's N_S; FedDure: a few per class at every client)
+    labels_at: str = SERVER              # server | clients | one-client (methods.PLACEMENTS)
+    client_labels: int = 5               # labeled images per class per client (labels_at=clients; one-client: at
+                                         # client 0), FedDure's 5
+    labeled_partition: str = "iid"       # how the clients' labeled images are spread: iid (exactly client_labels
+                                         # per class each) | dir-ALPHA (the pool split by Dirichlet(ALPHA))
+    feddure_variant: str = "paper"       # paper: FedDure's Eq. (2)-(10) | code: what its released code runs (MPL)
     # execution (does not change results)
     engine: str = "auto"                 # auto: vectorized on a GPU, sequential on a CPU (faster there, BENCHMARKS.md)
 
@@ -115,17 +127,13 @@ class Config:
 
     @property
     def partition_kind(self) -> tuple[str, float]:
-        """('iid', 0) | ('non-iid-l', K) | ('dir', alpha)."""
-        if self.partition == "iid":
-            return "iid", 0
-        if m := re.fullmatch(r"non-iid-l-(\d+)", self.partition):
-            return "non-iid-l", int(m.group(1))
-        if m := re.fullmatch(r"dir-([0-9.eE+-]+)", self.partition):
-            try:
-                return "dir", float(m.group(1))
-            except ValueError:  # e.g. 'dir-1.2.3', 'dir-e'
-                pass
-        raise ConfigError(f"partition={self.partition!r}: allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
+        """('iid', 0) | ('non-iid-l', K) | ('dir', alpha): how the clients' unlabeled data is spread."""
+        return partition_kind("partition", self.partition)
+
+    @property
+    def labeled_partition_kind(self) -> tuple[str, float]:
+        """('iid', 0) | ('dir', alpha): how the clients' labeled data is spread (labels_at=clients)."""
+        return partition_kind("labeled_partition", self.labeled_partition, label_shards=False)
 
     def resolved_engine(self, device_type: str) -> str:
         """The engine that runs on a device of this type: on a CPU the sequential engine is faster (BENCHMARKS.md)."""
@@ -161,6 +169,19 @@ class Config:
                 bad(f.name, "must be true or false")
         if not isinstance(self.partition, str):
             bad("partition", "allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
+        if not isinstance(self.labeled_partition, str):
+            bad("labeled_partition", "allowed are 'iid', 'dir-ALPHA'")
+        for name, choices in (("labels_at", PLACEMENTS), ("feddure_variant", ("paper", "code"))):
+            if getattr(self, name) not in choices:
+                bad(name, f"allowed are {', '.join(choices)}")
+        if self.labels_at not in self.method.placements:
+            bad("labels_at", f"{self.algorithm} runs with labels at {' or '.join(self.method.placements)} only"
+                             + (f": {self.method.why_not}" if self.method.why_not else ""))
+        if isinstance(self.client_labels, bool) or not isinstance(self.client_labels, int) or self.client_labels < 1:
+            bad("client_labels", "must be an integer >= 1")
+        lkind, lvalue = self.labeled_partition_kind
+        if lkind == "dir" and not lvalue > 0:
+            bad("labeled_partition", "Dirichlet alpha must be > 0")
         if not isinstance(self.split_seed, int) or isinstance(self.split_seed, bool) or not -1 <= self.split_seed < 2 ** 32:
             bad("split_seed", "must be an integer from 0 to 2**32 - 1, or -1 for the run's seed")
         kind, value = self.partition_kind
@@ -171,7 +192,16 @@ class Config:
             bad("num_supervised", f"must be at most the training set size ({n_train})")
         # the server takes N_S / classes samples of every class (partition.split_server), even the rarest one
         per_class, rarest = self.num_supervised // self.num_classes, SMALLEST_CLASS[self.dataset]
-        if self.method.labels == "server" and per_class > rarest:
+        if self.labels_at != SERVER:   # the clients' labeled pool: client_labels per class per labeled client
+            per_class = self.client_labels * (1 if self.labels_at == ONE_CLIENT else self.num_clients)
+            if per_class >= rarest:
+                bad("client_labels", f"client_labels x labeled clients = {per_class} images of each class, but the "
+                                     f"rarest class of {self.dataset} has {rarest} (and the clients need unlabeled "
+                                     "ones too)")
+            if self.labeled_partition_kind[0] == "dir" and per_class * self.num_classes < 10 * self.num_clients:
+                bad("labeled_partition", f"the Dirichlet split gives every client >= 10 labeled images, so it "
+                                         f"needs client_labels x classes >= 10 (client_labels={self.client_labels})")
+        if self.labels_at == SERVER and self.method.labels == "server" and per_class > rarest:
             bad("num_supervised", f"takes {per_class} samples per class, but the rarest class of {self.dataset} has "
                                   f"{rarest}: at most {rarest * self.num_classes}")
         if not 0 < self.active_rate <= 1:
@@ -238,7 +268,8 @@ EXECUTION_FIELDS = ("engine",)
 # Switches added after runs were committed, with the value that reproduces the behaviour from before they existed:
 # at that value they are left out of the run key (and a stored config without them has that value), so adding a
 # switch never orphans the committed runs.
-LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": "keep", "split_seed": -1}
+LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": "keep", "split_seed": -1,
+                "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper"}
 
 
 def run_key(config: dict) -> str:
@@ -257,6 +288,21 @@ def result_fields(config: dict) -> dict:
     unused = method.unused if method else ()
     return {k: v for k, v in full.items() if k not in EXECUTION_FIELDS and k not in unused
             and not (k in LATER_FIELDS and v == LATER_FIELDS[k])}
+
+
+def partition_kind(name: str, value, label_shards: bool = True) -> tuple[str, float]:
+    """('iid', 0) | ('non-iid-l', K) | ('dir', alpha) for a partition string; ConfigError naming the field."""
+    if value == "iid":
+        return "iid", 0
+    if label_shards and (m := re.fullmatch(r"non-iid-l-(\d+)", str(value))):
+        return "non-iid-l", int(m.group(1))
+    if m := re.fullmatch(r"dir-([0-9.eE+-]+)", str(value)):
+        try:
+            return "dir", float(m.group(1))
+        except ValueError:  # e.g. 'dir-1.2.3', 'dir-e'
+            pass
+    allowed = "'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'" if label_shards else "'iid', 'dir-ALPHA'"
+    raise ConfigError(f"{name}={value!r}: allowed are {allowed}")
 
 
 def parse_value(name: str, text: str):

@@ -104,6 +104,31 @@ class SmallCNN(nn.Module):
         return self.fc(F.adaptive_avg_pool2d(self.features(x), 1).flatten(1))
 
 
+class ResNet9(nn.Module):
+    """FedDure's backbone (the DAWNBench ResNet-9): prep 64; 128 pooled + residual; 256 pooled; 512 pooled +
+    residual; global max pool; linear. Each conv is 3x3-norm-ReLU. A 1-channel input gets a 1-channel stem."""
+
+    def __init__(self, in_channels: int, num_classes: int, norm="bn"):
+        super().__init__()
+        norm = make_norm(norm)
+
+        def block(cin, cout, pool=False):
+            layers = [nn.Conv2d(cin, cout, 3, 1, 1, bias=False), norm(cout), nn.ReLU()]
+            return nn.Sequential(*layers, *([nn.MaxPool2d(2)] if pool else []))
+        self.prep = block(in_channels, 64)
+        self.layer1, self.res1 = block(64, 128, pool=True), nn.Sequential(block(128, 128), block(128, 128))
+        self.layer2 = block(128, 256, pool=True)
+        self.layer3, self.res3 = block(256, 512, pool=True), nn.Sequential(block(512, 512), block(512, 512))
+        self.fc = nn.Linear(512, num_classes)
+        init_weights(self)
+
+    def forward(self, x):
+        x = self.layer1(self.prep(x))
+        x = self.layer3(self.layer2(x + self.res1(x)))
+        x = x + self.res3(x)
+        return self.fc(F.adaptive_max_pool2d(x, 1).flatten(1))
+
+
 def init_weights(model: nn.Module) -> None:
     """Kaiming-normal (fan_out) convs, norm weight 1 / bias 0, linear bias 0 (the authors' init)."""
     for m in model.modules():
@@ -122,6 +147,8 @@ CNN_WIDTHS = {"cnn": (16, 32, 64), "cnn-w2": (32, 64, 128)}   # cnn-w2: twice as
 def make_model(cfg, in_channels: int) -> nn.Module:
     if cfg.model in CNN_WIDTHS:
         return SmallCNN(in_channels, cfg.num_classes, CNN_WIDTHS[cfg.model], norm=cfg.norm)
+    if cfg.model == "resnet9":
+        return ResNet9(in_channels, cfg.num_classes, norm=cfg.norm)
     widen = {"wrn28x2": 2, "wrn28x8": 8}[cfg.model]
     return WideResNet(in_channels, cfg.num_classes, 28, widen, norm=cfg.norm)
 

@@ -1,10 +1,15 @@
-"""Who holds which training sample: the server's balanced labeled set and the clients' unlabeled shares.
+"""Who holds which training sample: the labeled images (at the server, or at the clients) and the clients'
+unlabeled shares.
 
 All functions take a numpy Generator, so a split is a pure function of the seed.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
+
+from .methods import ONE_CLIENT, SERVER
 
 
 def split_server(labels: np.ndarray, num_supervised: int, num_classes: int, rng: np.random.Generator):
@@ -80,15 +85,46 @@ def dirichlet(pool: np.ndarray, labels: np.ndarray, num_clients: int, alpha: flo
                 return [np.sort(np.array(h, dtype=np.int64)) for h in clients]
 
 
-def make_split(cfg, labels: np.ndarray):
-    """The run's split: (server indices, list of client index arrays), all from the split seed (default: cfg.seed)."""
+def split_clients_labeled(labels: np.ndarray, per_class: int, num_clients: int, num_classes: int, kind: str,
+                          alpha: float, rng: np.random.Generator):
+    """FedDure's labeled parts: a pool of per_class x num_clients random images of each class, spread over the
+    clients either `iid` (every client exactly per_class of each class) or `dir` (the pool cut by Dirichlet(alpha)
+    per class, every client >= 10 images). Returns (list of client labeled index arrays, the rest of the set)."""
+    shares = [[] for _ in range(num_clients)]
+    for c in range(num_classes):
+        idx = rng.choice(np.flatnonzero(labels == c), per_class * num_clients, replace=False)
+        for k in range(num_clients):
+            shares[k].append(idx[k * per_class:(k + 1) * per_class])
+    labeled = [np.sort(np.concatenate(s)) for s in shares]
+    pool = np.setdiff1d(np.arange(len(labels)), np.concatenate(labeled))
+    if kind == "dir":
+        labeled = dirichlet(np.sort(np.concatenate(labeled)), labels, num_clients, alpha, num_classes, rng)
+    return labeled, pool
+
+
+class Split(NamedTuple):
+    server: np.ndarray      # the server's labeled indices (empty when the labels are at the clients)
+    clients: list           # per client: its unlabeled indices (all its data for methods that label it all)
+    labeled: list           # per client: its labeled indices (labels_at=clients / one-client; else empty)
+
+
+def make_split(cfg, labels: np.ndarray) -> Split:
+    """The run's split, all from the split seed (default: cfg.seed)."""
     rng = np.random.default_rng(cfg.seed if cfg.split_seed == -1 else cfg.split_seed)
-    if cfg.method.labels == "clients":  # every sample labeled, at the clients (no server split)
-        server, pool = np.zeros(0, dtype=np.int64), np.arange(len(labels))
+    none, labeled = np.zeros(0, dtype=np.int64), []
+    if cfg.labels_at != SERVER:
+        one = cfg.labels_at == ONE_CLIENT
+        kind, alpha = ("iid", 0) if one else cfg.labeled_partition_kind
+        labeled, pool = split_clients_labeled(labels, cfg.client_labels, 1 if one else cfg.num_clients,
+                                              cfg.num_classes, kind, alpha, rng)
+        labeled += [none] * (cfg.num_clients - len(labeled))   # one-client: client 0 holds all the labels
+        server = none
+    elif cfg.method.labels == "clients":  # every sample labeled, at the clients (no server split)
+        server, pool = none, np.arange(len(labels))
     else:
         server, pool = split_server(labels, cfg.num_supervised, cfg.num_classes, rng)
     if not cfg.federated:
-        return server, []
+        return Split(server, [], [])
     kind, value = cfg.partition_kind
     if kind == "iid":
         clients = iid(pool, cfg.num_clients, rng)
@@ -96,4 +132,4 @@ def make_split(cfg, labels: np.ndarray):
         clients = non_iid_label(pool, labels, cfg.num_clients, int(value), cfg.num_classes, rng)
     else:
         clients = dirichlet(pool, labels, cfg.num_clients, value, cfg.num_classes, rng)
-    return server, clients
+    return Split(server, clients, labeled)

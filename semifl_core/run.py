@@ -68,11 +68,12 @@ class Experiment:
         self.mean, self.std = data.mean, data.std
         self.method_round = cfg.method.round_function()
         labels = data.y_train.cpu().numpy()
-        server, clients = make_split(cfg, labels)
+        server, clients, labeled = make_split(cfg, labels)
         if cfg.method.labels == "all":
             server = np.arange(len(labels))
         self.server_idx = torch.as_tensor(server, device=device)
         self.client_idx = [torch.as_tensor(c, device=device) for c in clients]
+        self.labeled_idx = [torch.as_tensor(c, device=device) for c in labeled]   # labels at the clients
         self.sbn_idx = torch.as_tensor(sbn.source_indices(cfg, server, clients), device=device)
         self.engine = make_engine(cfg, self.mean, self.std, device.type)
         self.server_engine = SequentialEngine(cfg, self.mean, self.std)

@@ -175,10 +175,10 @@ def test_dirichlet_impossible_minimum_fails_instead_of_looping():
 def test_make_split_is_a_function_of_the_seed(partition):
     labels = make_labels()
     cfg = profile("smoke", partition=partition)
-    s1, c1 = P.make_split(cfg, labels)
-    s2, c2 = P.make_split(cfg, labels)
+    s1, c1, _ = P.make_split(cfg, labels)
+    s2, c2, _ = P.make_split(cfg, labels)
     assert np.array_equal(s1, s2) and all(np.array_equal(a, b) for a, b in zip(c1, c2)) and len(c1) == 10
-    s3, c3 = P.make_split(cfg.replace(seed=1), labels)
+    s3, c3, _ = P.make_split(cfg.replace(seed=1), labels)
     assert not np.array_equal(s1, s3)
     assert not all(np.array_equal(a, b) for a, b in zip(c1, c3))
     # the server's N_S are balanced and no client holds a server sample
@@ -190,12 +190,12 @@ def test_make_split_is_a_function_of_the_seed(partition):
 def test_make_split_fedavg_supervised_all_data_at_the_clients():
     labels = np.random.default_rng(0).permutation(np.arange(2000) % 10)
     cfg = profile("smoke", algorithm="fedavg-supervised")
-    server, clients = P.make_split(cfg, labels)
+    server, clients, _ = P.make_split(cfg, labels)
     assert len(server) == 0
     assert np.array_equal(np.sort(np.concatenate(clients)), np.arange(2000))   # 2000 / 10 clients, nothing left
 
 
 def test_make_split_centralised_algorithms_have_no_clients():
     labels = make_labels()
-    server, clients = P.make_split(profile("smoke", algorithm="partially-supervised"), labels)
+    server, clients, _ = P.make_split(profile("smoke", algorithm="partially-supervised"), labels)
     assert clients == [] and len(server) == 100

@@ -117,7 +117,7 @@ def test_deeper_layers_see_batch_normalised_inputs():
 def test_source_indices_server_or_all_clients():
     labels = np.random.default_rng(0).permutation(np.arange(2000) % 10)
     cfg = profile("smoke", sbn_source="all")                           # 10 clients, 3 active per round
-    server, clients = make_split(cfg, labels)
+    server, clients, _ = make_split(cfg, labels)
     assert np.array_equal(np.sort(sbn.source_indices(cfg.replace(sbn_source="server"), server, clients)),
                           np.sort(server))
     every = sbn.source_indices(cfg, server, clients)

@@ -18,11 +18,34 @@ FEDAVG_FIXMATCH = "fedavg-fixmatch"
 PARTIALLY_SUPERVISED = "partially-supervised"
 FULLY_SUPERVISED = "fully-supervised"
 FEDAVG_SUPERVISED = "fedavg-supervised"
+FEDDURE = "feddure"
+FEDAVG_LABELED = "fedavg-labeled"               # FedDure's FedAvg*: the clients' labeled parts only
+FEDAVG_FIXMATCH_CLIENTS = "fedavg-fixmatch-clients"
+FEDAVG_SL = "fedavg-sl"                         # FedDure's FedAvg-SL: every client sample labeled
+
+# Where the labels are (Config.labels_at): at the server (SemiFL's setting), a few per class at every client
+# (FedDure's), or at one client only (CBAFed's).
+SERVER, CLIENTS, ONE_CLIENT = "server", "clients", "one-client"
+PLACEMENTS = (SERVER, CLIENTS, ONE_CLIENT)
 
 # Config fields a centralized method never reads: left out of its run key, so one run serves every partition.
 FEDERATION_FIELDS = ("partition", "num_clients", "active_rate", "local_epochs", "client_batch", "threshold",
                      "mixup_alpha", "mix_loss", "global_pseudo_labels", "client_momentum", "finetune",
                      "global_momentum", "sbn_source", "round_order", "strong_aug")
+# SemiFL's fields that FedDure's family of methods never reads.
+SEMIFL_ONLY_FIELDS = ("num_supervised", "mixup_alpha", "mix_loss", "global_pseudo_labels", "client_momentum",
+                      "finetune", "server_momentum", "server_batch", "server_epochs", "momentum", "nesterov",
+                      "clip_norm", "global_momentum", "sbn_source", "round_order")
+# FedDure's setting (its Section "Experiments"): K=100 clients, 5 a round, 200 rounds, Adam lr 5e-4, batch 10,
+# one local epoch, ResNet-9 with BN. `small`: the CPU variant sized in README.md ("FedDure's small variant").
+FEDDURE_PROFILES = {
+    "paper": dict(num_clients=100, active_rate=0.05, rounds=200, lr=5e-4, weight_decay=0.0, client_batch=10,
+                  local_epochs=1.0, model="resnet9", norm="bn", labels_at=CLIENTS, eval_every=1),
+    "small": dict(num_clients=100, active_rate=0.05, rounds=50, lr=5e-4, weight_decay=0.0, client_batch=10,
+                  local_epochs=1.0, model="cnn", norm="bn", labels_at=CLIENTS, eval_every=10),
+    "smoke": dict(num_clients=10, active_rate=0.3, rounds=2, lr=5e-4, weight_decay=0.0, client_batch=10,
+                  local_epochs=1.0, model="cnn", norm="bn", labels_at=CLIENTS, client_labels=2, threshold=0.5),
+}
 
 
 @dataclass(frozen=True)
@@ -37,6 +60,8 @@ class Method:
     unused: tuple = ()              # config fields it never reads (left out of its run key)
     fixed: dict = field(default_factory=dict)      # values the method means (set by `profile`, checked by validate)
     profiles: dict = field(default_factory=dict)   # profile name -> default values for this method in that profile
+    placements: tuple = (SERVER,)   # the label placements (Config.labels_at) it is defined for
+    why_not: str = ""               # why it refuses the other placements (the validation error says it)
 
     def round_function(self) -> Callable:
         if callable(self.round):
@@ -45,8 +70,14 @@ class Method:
         return getattr(importlib.import_module(module), name)
 
 
+# SemiFL is defined for labels at the server only: "(x_s, y_s) denote the set of labeled data available at the
+# server" (NeurIPS 2022, Section 3.1), and its ServerUpdate (Eq. 1) fine-tunes on them every round.
+_SEMIFL_WHY = ("SemiFL is defined with labels at the server (its Section 3.1: (x_s, y_s) at the server, clients "
+               "unlabeled); its ServerUpdate (Eq. 1) has nothing to train on when the server holds no labels")
+
+
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method(SEMIFL, "SemiFL", "semifl_core.methods.semifl:semifl_round"),
+    Method(SEMIFL, "SemiFL", "semifl_core.methods.semifl:semifl_round", why_not=_SEMIFL_WHY),
     Method(FEDAVG_FIXMATCH, "FedAvg + FixMatch", "semifl_core.methods.baselines:fedavg_fixmatch_round",
            fixed=dict(finetune=False, global_pseudo_labels=False, mix_loss=False)),
     Method(PARTIALLY_SUPERVISED, "Partially Supervised", "semifl_core.methods.baselines:supervised_round",
@@ -62,7 +93,23 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     # the SemiFL paper's "HeteroFL" row of Table 1: FedAvg with every client sample labeled
     Method(FEDAVG_SUPERVISED, "FedAvg supervised (HeteroFL)",
            "semifl_core.methods.baselines:fedavg_supervised_round", labels="clients"),
+    # FedDure (AAAI 2024) and the baselines of its Table 1, all with FedDure's local recipe (Adam, one epoch over
+    # the labeled part, FedAvg weighted by data size): methods/feddure.py, methods/feddure_baselines.py
+    Method(FEDDURE, "FedDure", "semifl_core.methods.feddure:feddure_round", unused=SEMIFL_ONLY_FIELDS,
+           profiles=FEDDURE_PROFILES, placements=(CLIENTS,),
+           why_not="C-reg's reward (Eq. 3) and F-reg's update (Eq. 5) need labeled data at every trained client"),
+    Method(FEDAVG_LABELED, "FedAvg* (labeled only)", "semifl_core.methods.feddure_baselines:fedavg_labeled_round",
+           unused=SEMIFL_ONLY_FIELDS + ("threshold", "feddure_variant"), profiles=FEDDURE_PROFILES,
+           placements=(CLIENTS, ONE_CLIENT)),
+    Method(FEDAVG_FIXMATCH_CLIENTS, "FedAvg + FixMatch (client labels)",
+           "semifl_core.methods.feddure_baselines:fedavg_fixmatch_clients_round",
+           unused=SEMIFL_ONLY_FIELDS + ("feddure_variant",), profiles=FEDDURE_PROFILES,
+           placements=(CLIENTS, ONE_CLIENT)),
+    Method(FEDAVG_SL, "FedAvg-SL (all labeled)", "semifl_core.methods.feddure_baselines:fedavg_sl_round",
+           unused=SEMIFL_ONLY_FIELDS + ("threshold", "feddure_variant"), profiles=FEDDURE_PROFILES,
+           placements=(CLIENTS, ONE_CLIENT)),
 )}
+
 
 
 def register(method: Method) -> Method:

@@ -3,8 +3,9 @@ notebooks share runs (same config -> same run directory -> reused). A run's labe
 from __future__ import annotations
 
 from ..config import profile
-from ..methods import FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL
-from .paper import ABLATION_PARTITIONS, PARTITIONS
+from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
+                       FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
+from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS
 from .runs import make
 
 
@@ -158,3 +159,23 @@ def split_configs(p, ds, n, rounds=None) -> dict:
     psl = make(p, ds, n, rounds, algorithm=PARTIALLY_SUPERVISED)
     return {**{f"{label_of(SEMIFL)} | split {k}": base.replace(split_seed=k) for k in SPLIT_SEEDS},
             **{f"{label_of(PARTIALLY_SUPERVISED)} | split {k}": psl.replace(split_seed=k) for k in SPLIT_SEEDS}}
+
+
+# FedDure's Table 1: its rows (label -> (method, overrides)); FedDure runs as its paper says and as its code runs.
+FEDDURE_ROWS = {"FedDure (paper)": (FEDDURE, dict(feddure_variant="paper")),
+                "FedDure (code)": (FEDDURE, dict(feddure_variant="code")),
+                label_of(FEDAVG_LABELED): (FEDAVG_LABELED, {}),
+                label_of(FEDAVG_FIXMATCH_CLIENTS): (FEDAVG_FIXMATCH_CLIENTS, {}),
+                label_of(FEDAVG_SL): (FEDAVG_SL, {})}
+# the cells that get extra seeds (the issue's "three for FedDure and FedAvg* under (DIR, DIR)")
+FEDDURE_EXTRA = (("FedDure (paper)", label_of(FEDAVG_LABELED)), ("dir-0.5", "dir-0.5"))
+
+
+def feddure_configs(p, dataset, rounds=None, rows=None, settings=FEDDURE_SETTINGS) -> dict:
+    """{'row | (L, U)': Config} for FedDure's Table 1 at profile p (labels at the clients)."""
+    rows = rows or tuple(FEDDURE_ROWS)
+    extra = {} if rounds is None else {"rounds": int(rounds)}
+    return {f"{r} | {FEDDURE_SETTING_NAMES[s]}": profile(p, dataset, algorithm=FEDDURE_ROWS[r][0],
+                                                        labeled_partition=s[0], partition=s[1],
+                                                        **FEDDURE_ROWS[r][1], **extra)
+            for s in settings for r in rows}

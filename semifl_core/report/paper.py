@@ -1,6 +1,8 @@
 """The paper's published numbers and names, quoted from Diao, Ding & Tarokh, "SemiFL: Semi-Supervised Federated
 Learning for Unlabeled Clients with Alternate Training", NeurIPS 2022: Tables 1-5, its partitions and datasets.
 
+The end of the module holds FedDure's Table 1 (Bai et al., AAAI 2024), labeled as FedDure's.
+
 Everything here is THE PAPER'S (CIFAR-10 / SVHN / CIFAR-100, WResNet, 800 rounds), never a result of this package.
 Values are strings "mean(std)" exactly as printed (the paper's parentheses hold standard errors over 4 seeds);
 `value()` turns one into a float. A row of one of our methods is keyed by its name in the method table
@@ -11,7 +13,8 @@ from __future__ import annotations
 import math
 import re
 
-from ..methods import FEDAVG_SUPERVISED, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
+from ..methods import (FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
+                       FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
 
 DATASET_NAMES = {"cifar10": "CIFAR-10", "svhn": "SVHN", "cifar100": "CIFAR-100",
                  "fashionmnist": "Fashion-MNIST", "mnist": "MNIST", "synthetic": "synthetic"}
@@ -143,3 +146,23 @@ def paper_column_for(dataset: str, num_supervised: int) -> tuple[str, int]:
     if (dataset, num_supervised) in TABLE1_COLUMNS:
         return dataset, num_supervised
     return "cifar10", min((250, 4000), key=lambda n: abs(math.log(n) - math.log(max(num_supervised, 1))))
+
+
+# ---------------------------------------------------------------------- FedDure (AAAI 2024), Table 1
+# FedDure's (labeled, unlabeled) partitions: (IID, IID), (IID, DIR), (DIR, DIR), Dirichlet 0.5; K=100 clients, 5 a
+# round, 200 rounds, ResNet-9; mean of 3 runs, printed without spread.
+FEDDURE_SETTINGS = (("iid", "iid"), ("iid", "dir-0.5"), ("dir-0.5", "dir-0.5"))
+FEDDURE_SETTING_NAMES = {("iid", "iid"): "(IID, IID)", ("iid", "dir-0.5"): "(IID, DIR)",
+                         ("dir-0.5", "dir-0.5"): "(DIR, DIR)"}
+FEDDURE_TABLE1 = {   # Fashion-MNIST, in FEDDURE_SETTINGS order
+    FEDDURE: _row("88.69 88.21 86.96"),
+    FEDAVG_LABELED: _row("85.56 84.84 82.24"),
+    FEDAVG_FIXMATCH_CLIENTS: _row("86.46 85.42 81.07"),
+    FEDAVG_SL: _row("89.87 88.60 86.95"),
+}
+
+
+def feddure_table1(method: str, setting: tuple) -> str | None:
+    """FedDure's Table 1 (Fashion-MNIST) entry for a method and (labeled, unlabeled) setting; None if it has none."""
+    row = FEDDURE_TABLE1.get(method)
+    return row[FEDDURE_SETTINGS.index(setting)] if row and setting in FEDDURE_SETTINGS else None

@@ -394,3 +394,19 @@ def split_table(splits) -> pd.DataFrame:
         rows.append({"N_S": n, "method": method, **{f"split {k}": round(a, 1) for k, a in zip(g.split, v)},
                      "mean(std)": mean_std(v), "range": round(v.max() - v.min(), 1) if len(v) > 1 else "n/a"})
     return _table(rows, ["N_S", "method", "mean(std)", "range"])
+
+
+def feddure_table(df, metric="final_acc") -> pd.DataFrame:
+    """FedDure's Table 1: a row per method, per setting our mean (std) n at `metric` beside FedDure's number."""
+    from .configs import FEDDURE_ROWS
+    rows = []
+    for label, (method, over) in FEDDURE_ROWS.items():
+        row = {"method": label}
+        for s in paper.FEDDURE_SETTINGS:
+            name = paper.FEDDURE_SETTING_NAMES[s]
+            sel = df[(df.row == label) & (df.setting == name)].sort_values("seed")
+            row[f"{name} this run"] = mean_std(sel[metric].to_numpy(float))
+            theirs = paper.feddure_table1(method, s) if over.get("feddure_variant", "paper") == "paper" else None
+            row[f"{name} FedDure paper"] = theirs or "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
