@@ -180,3 +180,12 @@ def test_methods_train_on_what_their_placement_gives(alg, smoke_data):
     assert row["clients_trained"] == cfg.num_active and np.isfinite(row["client_loss"])
     assert ("pseudo_acc" in row) == (alg in (FEDDURE, FEDAVG_FIXMATCH_CLIENTS))
     assert ("freg_weight" in row) == (alg == FEDDURE)
+
+
+def test_resnet9_is_the_dawnbench_shape_with_a_one_channel_stem():
+    from semifl_core.models import make_model
+    model = make_model(profile("paper", "fashionmnist", algorithm=FEDDURE), 1)
+    assert model.prep[0].in_channels == 1
+    n = sum(p.numel() for p in model.parameters())
+    assert 6.5e6 < n < 6.6e6    # ResNet-9 (64-128-256-512, two residual pairs): 6.57 M parameters
+    assert model(torch.zeros(2, 1, 28, 28)).shape == (2, 10)

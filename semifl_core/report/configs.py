@@ -6,7 +6,9 @@ from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
                        FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
 from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS
-from .runs import make
+import pandas as pd
+
+from .runs import make, run_all
 
 
 def label_of(method: str) -> str:
@@ -179,3 +181,17 @@ def feddure_configs(p, dataset, rounds=None, rows=None, settings=FEDDURE_SETTING
                                                         labeled_partition=s[0], partition=s[1],
                                                         **FEDDURE_ROWS[r][1], **extra)
             for s in settings for r in rows}
+
+
+def feddure_runs(p, dataset, seeds, extra_seeds, results_dir=None, device="auto", rounds=None) -> pd.DataFrame:
+    """FedDure's Table 1 runs: every cell for `seeds`, the FEDDURE_EXTRA cells also for `extra_seeds`; adds 'row'
+    and 'setting' columns."""
+    main = feddure_configs(p, dataset, rounds)
+    rows, settings = FEDDURE_EXTRA
+    more = feddure_configs(p, dataset, rounds, rows=rows, settings=[s for s in FEDDURE_SETTINGS if s == settings])
+    extra = [s for s in extra_seeds if s not in seeds]
+    df = pd.concat([run_all(main, seeds, results_dir, device), *([run_all(more, extra, results_dir, device)]
+                                                                  if extra else [])], ignore_index=True)
+    df["row"] = df.label.str.split(" | ", regex=False).str[0]
+    df["setting"] = df.label.str.split(" | ", regex=False).str[1]
+    return df

@@ -193,22 +193,6 @@ def run_pairs(builder, p, pairs, seeds, results_dir, device="auto", rounds=None)
     return df
 
 
-def feddure_runs(p, dataset, seeds, extra_seeds, results_dir=None, device="auto", rounds=None) -> pd.DataFrame:
-    """FedDure's Table 1 runs: every cell for `seeds`, the FEDDURE_EXTRA cells also for `extra_seeds`; adds 'row'
-    and 'setting' columns."""
-    from .configs import FEDDURE_EXTRA, feddure_configs
-    from .paper import FEDDURE_SETTINGS
-    main = feddure_configs(p, dataset, rounds)
-    rows, settings = FEDDURE_EXTRA
-    more = feddure_configs(p, dataset, rounds, rows=rows, settings=[s for s in FEDDURE_SETTINGS if s == settings])
-    extra = [s for s in extra_seeds if s not in seeds]
-    df = pd.concat([run_all(main, seeds, results_dir, device), *([run_all(more, extra, results_dir, device)]
-                                                                  if extra else [])], ignore_index=True)
-    df["row"] = df.label.str.split(" | ", regex=False).str[0]
-    df["setting"] = df.label.str.split(" | ", regex=False).str[1]
-    return df
-
-
 def train_minutes(path) -> float:
     """A run's training time in minutes: the per-phase times its metrics.csv records each round, summed (start-up
     excluded). Unlike summary.json's wall_time_s (the last process's time), it counts every round of a resumed run."""
