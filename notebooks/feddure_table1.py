@@ -44,8 +44,13 @@ from semifl_core.config import ConfigError
 from semifl_core.methods import CLIENTS, SEMIFL
 
 # checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir,
+                                         describes=False)
 ds = pairs[0][0]
+c = next(iter(report.feddure_configs(profile, ds, rounds).values()))
+print(f"FedDure's {profile!r} setting on {ds}: model={c.model} ({c.norm}), K={c.num_clients} clients, {c.num_active} "
+      f"a round, {c.rounds} rounds, Adam lr={c.lr}, batch {c.client_batch}, E={c.local_epochs}, {c.client_labels} "
+      f"labels per class per client | seeds {seed_list}, extra seeds {extra_seeds if seed is None else seed_list}")
 
 
 # %%

@@ -14,15 +14,17 @@ from ..results import load_metrics
 from . import paper
 
 
-def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_dir, figures_dir):
+def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_dir, figures_dir, describes=True):
     """Every notebook's setup cell: check its parameters (a bad one: one line saying which and why), set the table and
-    figure styles, print what it will run and where it reads and writes. Returns (seed list, (dataset, N_S) pairs)."""
+    figure styles, print what it will run (SemiFL's profile; describes=False: the notebook says it) and where it
+    reads and writes. Returns (seed list, (dataset, N_S) pairs)."""
     check_parameters(profile_name, seed, seeds, dataset, rounds, device)
     import seaborn as sns
     pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', 120)
     sns.set_theme(style='whitegrid')
     seed_list, pairs = seeds_of(seed, seeds), grid(profile_name, dataset)
-    print(describe(profile_name, pairs, device, seed_list, rounds))
+    if describes:
+        print(describe(profile_name, pairs, device, seed_list, rounds))
     print('results:', shown(repo_path('results', results_dir)), '| figures:', shown(repo_path('figures', figures_dir)))
     return seed_list, pairs
 
