@@ -90,16 +90,16 @@ def split_clients_labeled(labels: np.ndarray, per_class: int, num_clients: int, 
     """FedDure's labeled parts: a pool of per_class x num_clients random images of each class, spread over the
     clients either `iid` (every client exactly per_class of each class) or `dir` (the pool cut by Dirichlet(alpha)
     per class, every client >= 10 images). Returns (list of client labeled index arrays, the rest of the set)."""
-    shares = [[] for _ in range(num_clients)]
-    for c in range(num_classes):
-        idx = rng.choice(np.flatnonzero(labels == c), per_class * num_clients, replace=False)
-        for k in range(num_clients):
-            shares[k].append(idx[k * per_class:(k + 1) * per_class])
-    labeled = [np.sort(np.concatenate(s)) for s in shares]
-    pool = np.setdiff1d(np.arange(len(labels)), np.concatenate(labeled))
+    drawn = [rng.choice(np.flatnonzero(labels == c), per_class * num_clients, replace=False)
+             for c in range(num_classes)]
+    pool = np.sort(np.concatenate(drawn))
     if kind == "dir":
-        labeled = dirichlet(np.sort(np.concatenate(labeled)), labels, num_clients, alpha, num_classes, rng)
-    return labeled, pool
+        labeled = dirichlet(pool, labels, num_clients, alpha, num_classes, rng)
+    else:
+        labeled = [np.sort(np.concatenate([d[k * per_class:(k + 1) * per_class] for d in drawn]))
+                   for k in range(num_clients)]
+    rest = np.setdiff1d(np.arange(len(labels)), pool)
+    return labeled, rest
 
 
 class Split(NamedTuple):

@@ -89,13 +89,14 @@ def client_tasks(exp, c: int, rnd: Round, extra_labeled_steps: int = 0):
     not hold is None."""
     cfg, data = exp.cfg, exp.data
     lab, unl = exp.labeled_idx[c], exp.client_idx[c]
-    steps = math.ceil(round(local_steps(len(lab), cfg.client_batch) * cfg.local_epochs, 9))
+    per_epoch = local_steps(len(lab), cfg.client_batch)
+    steps = math.ceil(round(per_epoch * cfg.local_epochs, 9))
     labeled = unlabeled = None
     if len(lab):
         labeled = _tasks_for({"x": data.x_train[lab], "y": data.y_train[lab]}, cfg.client_batch,
                              steps + extra_labeled_steps, rnd, data.flip)
     if len(unl):
-        u_batch = max(1, len(unl) // local_steps(len(lab), cfg.client_batch))
+        u_batch = max(1, len(unl) // per_epoch)
         unlabeled = _tasks_for({"x": data.x_train[unl], "y": data.y_train[unl]}, u_batch, steps, rnd, data.flip,
                                view="strong", strong_variant="fixmatch", weak_too=True)
     return labeled, unlabeled, steps
@@ -141,7 +142,7 @@ def _step(opt, loss, scale: float = 1.0):
 
 
 def paper_local_update(exp, model, freg, labeled, unlabeled, steps, stats):
-    cfg, lr = exp.cfg, exp.cfg.lr
+    lr = exp.cfg.lr
     creg = copy.deepcopy(model)
     opt_l, opt_d, opt_w = _adam(model, lr), _adam(creg, lr), _adam(freg, lr)
     for s in range(steps):
@@ -255,10 +256,9 @@ def feddure_round(exp, st, rnd: Round) -> RoundRecord:
             labeled, unlabeled, steps = client_tasks(exp, c, rnd, FINE_TUNE_STEPS if code else 0)
         if labeled is None or unlabeled is None:
             return 0, []
-        if c not in st.client_states:
-            st.client_states[c] = new_freg(exp, c).state_dict()
         freg = new_freg(exp, c)
-        freg.load_state_dict(st.client_states[c])
+        if c in st.client_states:
+            freg.load_state_dict(st.client_states[c])
         stats = []
         (code_local_update if code else paper_local_update)(exp, model, freg, labeled, unlabeled, steps, stats)
         st.client_states[c] = {k: v.detach().clone() for k, v in freg.state_dict().items()}

@@ -15,7 +15,8 @@ import torch
 import torch.nn.functional as F
 
 from ..rounds import Round, RoundRecord
-from .feddure import _adam, _step, _tasks_for, client_tasks, federated_round, step_batches
+from ..tasks import make_tasks
+from .feddure import _adam, _step, client_tasks, federated_round, step_batches
 
 
 def fedavg_labeled_round(exp, st, rnd: Round) -> RoundRecord:
@@ -62,10 +63,10 @@ def fedavg_sl_round(exp, st, rnd: Round) -> RoundRecord:
 
     def train_client(c, model):
         idx = torch.cat([exp.labeled_idx[c], exp.client_idx[c]])
-        steps = math.ceil(round(math.ceil(len(idx) / cfg.client_batch) * cfg.local_epochs, 9))
-        task = _tasks_for({"x": data.x_train[idx], "y": data.y_train[idx]}, cfg.client_batch, steps, rnd, data.flip)
+        task = make_tasks([{"x": data.x_train[idx], "y": data.y_train[idx]}], cfg.client_batch, cfg.local_epochs,
+                          rnd.rng, rnd.g, flip=data.flip)[0]
         opt, stats = _adam(model, cfg.lr), []
-        for s in range(steps):
+        for s in range(task.steps):
             b, _ = step_batches(exp, task, None, s)
             loss = F.cross_entropy(model(b["x"]), b["y"])
             _step(opt, loss)

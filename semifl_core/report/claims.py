@@ -9,11 +9,12 @@ from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED,
                        FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
 from . import paper
-from .configs import INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of, table5_label, table5_rows
+from .configs import (FEDDURE_CODE, FEDDURE_PAPER, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
+                      table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
 from .rule import above, at_least, every, verdict
-from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, mean_std, paper_table4, profile_table4, same_value,
-                     select, split_table, stage_change, stage_halves, stage_table, suspects_table)
+from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, feddure_values, mean_std, paper_table4, profile_table4,
+                     same_value, select, split_table, stage_change, stage_halves, stage_table, suspects_table)
 
 
 def claims(items: list) -> pd.DataFrame:
@@ -255,11 +256,9 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
 
 def feddure_claims(df, metric="final_acc") -> pd.DataFrame:
     """What FedDure's Table 1 states, judged by RULE on our runs (cells with one seed give no verdict)."""
-    from .configs import FEDDURE_ROWS
-    fd, star, fix, sl = "FedDure (paper)", *(label_of(m) for m in (FEDAVG_LABELED, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_SL))
-
-    def v(row, name):
-        return df[(df.row == row) & (df.setting == name)].sort_values("seed")[metric].to_numpy(float)
+    fd, code = FEDDURE_PAPER, FEDDURE_CODE
+    star, fix, sl = (label_of(m) for m in (FEDAVG_LABELED, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_SL))
+    v = lambda row, name: feddure_values(df, row, name, metric)
     names = [paper.FEDDURE_SETTING_NAMES[s] for s in paper.FEDDURE_SETTINGS]
     ev = lambda row: "; ".join(f"{n}: {mean_std(v(row, n))}" for n in names)
     dd = names[-1]
@@ -274,6 +273,6 @@ def feddure_claims(df, metric="final_acc") -> pd.DataFrame:
          f"FedAvg-SL {ev(sl)} | FedDure {ev(fd)}"),
         ("FedDure degrades with imbalance: (IID, IID) above (DIR, DIR)", above(v(fd, names[0]), v(fd, dd)),
          f"FedDure {ev(fd)}"),
-        ("(ours, no paper claim) FedDure as its paper says vs as its code runs", every(
-            above(v(fd, n), v("FedDure (code)", n)) for n in names), f"paper {ev(fd)} | code {ev('FedDure (code)')}"),
+        ("(ours, no paper claim) FedDure as its paper says vs as its code runs",
+         every(above(v(fd, n), v(code, n)) for n in names), f"paper {ev(fd)} | code {ev(code)}"),
     ])

@@ -2,12 +2,12 @@
 notebooks share runs (same config -> same run directory -> reused). A run's label starts with its method's label."""
 from __future__ import annotations
 
+import pandas as pd
+
 from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
                        FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
 from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS
-import pandas as pd
-
 from .runs import make, run_all
 
 
@@ -164,13 +164,14 @@ def split_configs(p, ds, n, rounds=None) -> dict:
 
 
 # FedDure's Table 1: its rows (label -> (method, overrides)); FedDure runs as its paper says and as its code runs.
-FEDDURE_ROWS = {"FedDure (paper)": (FEDDURE, dict(feddure_variant="paper")),
-                "FedDure (code)": (FEDDURE, dict(feddure_variant="code")),
+FEDDURE_PAPER, FEDDURE_CODE = "FedDure (paper)", "FedDure (code)"
+FEDDURE_ROWS = {FEDDURE_PAPER: (FEDDURE, dict(feddure_variant="paper")),
+                FEDDURE_CODE: (FEDDURE, dict(feddure_variant="code")),
                 label_of(FEDAVG_LABELED): (FEDAVG_LABELED, {}),
                 label_of(FEDAVG_FIXMATCH_CLIENTS): (FEDAVG_FIXMATCH_CLIENTS, {}),
                 label_of(FEDAVG_SL): (FEDAVG_SL, {})}
 # the cells that get extra seeds (the issue's "three for FedDure and FedAvg* under (DIR, DIR)")
-FEDDURE_EXTRA = (("FedDure (paper)", label_of(FEDAVG_LABELED)), ("dir-0.5", "dir-0.5"))
+FEDDURE_EXTRA = ((FEDDURE_PAPER, label_of(FEDAVG_LABELED)), ("dir-0.5", "dir-0.5"))
 
 
 def feddure_configs(p, dataset, rounds=None, rows=None, settings=FEDDURE_SETTINGS) -> dict:

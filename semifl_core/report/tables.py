@@ -11,8 +11,8 @@ import pandas as pd
 from ..config import profile
 from ..methods import FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from . import paper
-from .configs import (BASELINE_METHODS, BASELINES, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of, table5_label,
-                      table5_rows)
+from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of,
+                      table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, PARTITIONS
 from .rule import verdict
 from .runs import curves, train_minutes
@@ -396,16 +396,19 @@ def split_table(splits) -> pd.DataFrame:
     return _table(rows, ["N_S", "method", "mean(std)", "range"])
 
 
+def feddure_values(df, row: str, setting: str, metric="final_acc") -> np.ndarray:
+    """Per-seed values (seed order) of one cell of FedDure's Table 1: its row label and setting name."""
+    return df[(df.row == row) & (df.setting == setting)].sort_values("seed")[metric].to_numpy(float)
+
+
 def feddure_table(df, metric="final_acc") -> pd.DataFrame:
     """FedDure's Table 1: a row per method, per setting our mean (std) n at `metric` beside FedDure's number."""
-    from .configs import FEDDURE_ROWS
     rows = []
     for label, (method, over) in FEDDURE_ROWS.items():
         row = {"method": label}
         for s in paper.FEDDURE_SETTINGS:
             name = paper.FEDDURE_SETTING_NAMES[s]
-            sel = df[(df.row == label) & (df.setting == name)].sort_values("seed")
-            row[f"{name} this run"] = mean_std(sel[metric].to_numpy(float))
+            row[f"{name} this run"] = mean_std(feddure_values(df, label, name, metric))
             theirs = paper.feddure_table1(method, s) if over.get("feddure_variant", "paper") == "paper" else None
             row[f"{name} FedDure paper"] = theirs or "-"
         rows.append(row)
