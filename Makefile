@@ -3,6 +3,7 @@
 # `make test`: the test suite (with the notebooks executed headlessly in the smoke profile), then nbval on the
 # committed notebooks against the committed results (SEMIFL_NO_TRAIN=1: nothing trains; a run missing from results/
 # is left out and named in the notebook, and its cells say "not run").
+# `make test-distributed`: installs the [distributed] extra (Flower, Ray) and runs the tests of its adapters.
 # `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each).
 # `make notebooks`: re-execute every notebook in place, training the runs it needs that are missing (hours on a
 # CPU; resumable: stop it and start again, finished runs are kept). Commit results/ text and the notebooks after.
@@ -16,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test install render notebooks
+.PHONY: demo test test-distributed install render notebooks
 install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -25,6 +26,11 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q tests
 	SEMIFL_NO_TRAIN=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider notebooks/
+
+# the Flower and Ray adapters' tests: installs the [distributed] extra (flwr, ray) into the venv first
+test-distributed: $(VENV)/.installed
+	$(PY) -m pip install -q -e '.[dev,distributed]'
+	$(PY) -m pytest -q -m distributed tests
 
 render: $(VENV)/.installed
 	for nb in $(NOTEBOOKS); do SEMIFL_NO_TRAIN=1 $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
