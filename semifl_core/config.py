@@ -23,6 +23,9 @@ labels_at              where the labels are: server (SemiFL), clients (FedDure: 
 labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition) =
                        (IID,IID), (IID,DIR), (DIR,DIR)
 feddure_variant        FedDure as its paper describes it ("paper") or as its code runs ("code")
+rng_streams            where a round's randomness comes from: one stream for the round
+                       ("round") or one per client ("client"), which a client drawing
+                       in its own process (the Flower app) can reproduce
 =====================  ===========================================================
 """
 from __future__ import annotations
@@ -35,7 +38,7 @@ import math
 import re
 from dataclasses import dataclass, field, fields
 
-from .methods import METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
+from .methods import FEDAVG_FIXMATCH, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
 
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "svhn": 10, "fashionmnist": 10, "mnist": 10, "synthetic": 10}
@@ -48,6 +51,7 @@ NORMS = ("sbn", "gn", "bn")
 ENGINES = ("auto", "vectorized", "sequential")
 STRONG_AUGS = ("semifl", "fixmatch")
 PROFILES = ("paper", "small", "smoke")
+CLIENT_STREAM_METHODS = (SEMIFL, FEDAVG_FIXMATCH)   # their round is semifl_round, which draws per-client streams
 
 
 class ConfigError(ValueError):
@@ -104,6 +108,11 @@ class Config:
     labeled_partition: str = "iid"       # how the clients' labeled images are spread: iid (exactly client_labels
                                          # per class each) | dir-ALPHA (the pool split by Dirichlet(ALPHA))
     feddure_variant: str = "paper"       # paper: FedDure's Eq. (2)-(10) | code: what its released code runs (MPL)
+    # randomness of a round: "round" draws every client's pseudo-labeling view, fix/mix draws, batch plans and
+    # augmentations from the round's one stream (seed, r), in turn; "client" gives client c its own (seed, r, c), so
+    # a client in its own process (semifl_core/flower) draws what the in-process harness draws for it. Same method,
+    # other random numbers: runs of the two are equal in distribution, not in value.
+    rng_streams: str = "round"
     # execution (does not change results)
     engine: str = "auto"                 # auto: vectorized on a GPU, sequential on a CPU (faster there, BENCHMARKS.md)
 
@@ -150,7 +159,7 @@ class Config:
                               ("norm", NORMS), ("engine", ENGINES), ("strong_aug", STRONG_AUGS),
                               ("sbn_source", ("all", "server")), ("client_momentum", ("keep", "reset")),
                               ("server_momentum", ("keep", "reset")),
-                              ("round_order", ("code", "paper"))):
+                              ("round_order", ("code", "paper")), ("rng_streams", ("round", "client"))):
             if getattr(self, name) not in choices:
                 close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -174,6 +183,9 @@ class Config:
         for name, choices in (("labels_at", PLACEMENTS), ("feddure_variant", ("paper", "code"))):
             if getattr(self, name) not in choices:
                 bad(name, f"allowed are {', '.join(choices)}")
+        if self.rng_streams == "client" and self.algorithm not in CLIENT_STREAM_METHODS:
+            bad("rng_streams", f"'client' streams are drawn by {' and '.join(CLIENT_STREAM_METHODS)} only (the "
+                               f"methods the Flower app runs); {self.algorithm} draws one stream per round")
         if self.labels_at not in self.method.placements:
             bad("labels_at", f"{self.algorithm} runs with labels at {' or '.join(self.method.placements)} only"
                              + (f": {self.method.why_not}" if self.method.why_not else ""))
@@ -269,7 +281,8 @@ EXECUTION_FIELDS = ("engine",)
 # at that value they are left out of the run key (and a stored config without them has that value), so adding a
 # switch never orphans the committed runs.
 LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": "keep", "split_seed": -1,
-                "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper"}
+                "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
+                "rng_streams": "round"}
 
 
 def run_key(config: dict) -> str:

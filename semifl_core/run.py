@@ -116,21 +116,30 @@ class Experiment:
     def evaluating(self, r: int) -> bool:
         return (r + 1) % self.cfg.eval_every == 0 or r + 1 == self.cfg.rounds
 
-    def round(self, st: State, r: int) -> dict:
-        """Round r (0-based) of the method, then the evaluation; returns the round's metrics.csv row."""
+    def start_round(self, r: int) -> Round:
+        """Round r (0-based): its learning rate, its randomness (from (seed, r)) and an empty record."""
         cfg, lr = self.cfg, cosine_lr(self.cfg, r)
-        rnd = Round(r, lr, np.random.default_rng([cfg.seed, r]),
-                    torch.Generator(self.device).manual_seed(cfg.seed * 1_000_003 + r), self.device,
-                    diagnose=cfg.diagnostics and self.evaluating(r), last=r + 1 == cfg.rounds,
-                    record=RoundRecord(round=r + 1, lr=lr))
-        rec = self.method_round(self, st, rnd)
+        return Round(r, lr, np.random.default_rng([cfg.seed, r]),
+                     torch.Generator(self.device).manual_seed(cfg.seed * 1_000_003 + r), self.device,
+                     diagnose=cfg.diagnostics and self.evaluating(r), last=r + 1 == cfg.rounds,
+                     record=RoundRecord(round=r + 1, lr=lr))
+
+    def close_round(self, st: State, rnd: Round) -> dict:
+        """After the method's round: the evaluation (on evaluated rounds); returns the round's metrics.csv row."""
+        rec = rnd.record
         st.sbn_fresh = False
-        if self.evaluating(r):
+        if self.evaluating(rnd.r):
             with rnd.timed("eval"):
                 self.refresh_sbn(st.model)
                 st.sbn_fresh = True
-                rec.test_acc = self.evaluate(st.model, rec.diagnostics if cfg.diagnostics else None)
+                rec.test_acc = self.evaluate(st.model, rec.diagnostics if self.cfg.diagnostics else None)
         return rec.row()
+
+    def round(self, st: State, r: int) -> dict:
+        """Round r (0-based) of the method, then the evaluation; returns the round's metrics.csv row."""
+        rnd = self.start_round(r)
+        self.method_round(self, st, rnd)
+        return self.close_round(st, rnd)
 
 
 # ---------------------------------------------------------------------- the whole run
@@ -193,16 +202,7 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
     bar = _progress(range(st.round, cfg.rounds), st.round, cfg, progress)
     try:
         for r in bar:
-            m = exp.round(st, r)
-            for key in ("client_loss", "server_loss"):
-                if key in m and not np.isfinite(m[key]):
-                    raise TrainingError(f"round {r + 1}: {key.replace('_', ' ')} is {m[key]}; stopped, {on_disk()}; "
-                                        "lower lr or check the data")
-            st.metrics.append(m)
-            st.round = r + 1
-            if m.get("test_acc", -1) > st.best["acc"]:
-                st.best = {"acc": m["test_acc"], "round": r + 1,
-                           "weights": {k: v.detach().cpu().clone() for k, v in st.model.state_dict().items()}}
+            m = keep_round(st, exp.round(st, r), on_disk)
             if hasattr(bar, "set_postfix") and "test_acc" in m:
                 bar.set_postfix(acc=f"{m['test_acc']:.1f}", best=f"{st.best['acc']:.1f}")
             if st.round % checkpoint_every == 0 or stop:
@@ -218,8 +218,25 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
     return finish(exp, st, path, time.perf_counter() - start)
 
 
-def finish(exp: Experiment, st: State, path: Path, wall: float) -> dict:
-    """Write model.pt, metrics.csv, then summary.json (last, sealed, with checksums); drop the checkpoint."""
+def keep_round(st: State, m: dict, on_disk=lambda: "nothing was saved") -> dict:
+    """Add round m (a metrics.csv row) to the run's state: its metrics, the round counter, the best model so far.
+    A non-finite loss stops the run (TrainingError; on_disk() says what is kept)."""
+    r = m["round"]
+    for key in ("client_loss", "server_loss"):
+        if key in m and not np.isfinite(m[key]):
+            raise TrainingError(f"round {r}: {key.replace('_', ' ')} is {m[key]}; stopped, {on_disk()}; "
+                                "lower lr or check the data")
+    st.metrics.append(m)
+    st.round = r
+    if m.get("test_acc", -1) > st.best["acc"]:
+        st.best = {"acc": m["test_acc"], "round": r,
+                   "weights": {k: v.detach().cpu().clone() for k, v in st.model.state_dict().items()}}
+    return m
+
+
+def finish(exp: Experiment, st: State, path: Path, wall: float, **extra) -> dict:
+    """Write model.pt, metrics.csv, then summary.json (last, sealed, with checksums, with `extra` fields); drop the
+    checkpoint."""
     cfg = exp.cfg
     best_model = copy.deepcopy(st.model)
     best_model.load_state_dict(st.best["weights"])
@@ -238,6 +255,7 @@ def finish(exp: Experiment, st: State, path: Path, wall: float) -> dict:
         "device": str(exp.device),
         "engine": cfg.resolved_engine(exp.device.type),
         "version": __version__,
+        **extra,
         "checksums": {name: results.sha256(path / name) for name in ("metrics.csv", "model.pt")},
     })
     results.atomic_write(path / "summary.json", json.dumps(summary, indent=1).encode())

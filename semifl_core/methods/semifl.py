@@ -4,6 +4,8 @@ Equation numbers are the NeurIPS paper's. A round in the authors' order (round_o
   ClientUpdate: pseudo-labels of the global model (2), fix set (3), mix set (4), E epochs of L_fix + L_mix (5, 6)
   Model Averaging: W = M_t^-1 sum_m W_u,m, then global momentum (beta_g, Table 5)
   ServerUpdate: E epochs of supervised SGD on the server's labeled data (1): the next global model
+The round is begin_round (the server up to the clients), client_tasks + train_clients (ClientUpdate), end_round
+(the server after them): the Flower app (semifl_core/flower) calls the same pieces from its own processes.
 round_order="paper" runs Algorithm 1 as printed: ServerUpdate first, and once more after the last round.
 Table 2's switches: finetune=False trains the server beside the clients and averages it in with weight 1/2;
 global_pseudo_labels=False pseudo-labels each batch with the model being trained (FixMatch's loss).
@@ -16,7 +18,7 @@ import torch.nn.functional as F
 
 from .. import augment
 from ..models import load_weights, predict
-from ..rounds import Round, RoundRecord
+from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
 
 
@@ -81,35 +83,105 @@ def fix_and_mix(confidence: np.ndarray, threshold: float, rng: np.random.Generat
     return (fix, fix) if len(fix) == 0 else (fix, rng.integers(0, len(confidence), size=len(fix)))
 
 
-def pseudo_label(exp, st, rnd: Round, active) -> tuple[list, list]:
-    """Eq. (2)-(4) for every active client: one weak view of all its data labeled by the global model (eval mode,
-    sBN statistics); returns (fix/mix specs, client ids) of the clients whose fix set is not empty."""
-    cfg, data, rec = exp.cfg, exp.data, rnd.record
-    xs = [data.x_train[exp.client_idx[c]] for c in active]
-    probs = predict(st.model, augment.weak(torch.cat(xs), data.flip, rnd.g), exp.mean, exp.std)
+def label_clients(exp, model, rnd: Round, clients) -> list[dict]:
+    """Eq. (2) for the given clients: one weak view of all their data, in one batch, labeled by the global model
+    (eval mode, sBN statistics). Per client: x (its images), conf and pseudo (max probability, argmax), truth (its
+    true labels, for the metrics only)."""
+    data = exp.data
+    xs = [data.x_train[exp.client_idx[c]] for c in clients]
+    probs = predict(model, augment.weak(torch.cat(xs), data.flip, rnd.g), exp.mean, exp.std)
     conf, pseudo = (t.cpu().numpy() for t in probs.max(1))
-    truth = torch.cat([data.y_train[exp.client_idx[c]] for c in active]).cpu().numpy()   # for the metrics only
+    truth = torch.cat([data.y_train[exp.client_idx[c]] for c in clients]).cpu().numpy()
     starts = np.cumsum([0] + [len(x) for x in xs])
-    specs, trained, fix_all, mix_all = [], [], [], []
-    for c, x, a, b in zip(active, xs, starts[:-1], starts[1:]):
-        fix, mix = fix_and_mix(conf[a:b], cfg.threshold, rnd.rng)
-        fix_all.append(a + fix)
-        mix_all.append(a + mix)
-        if len(fix) == 0:
-            continue   # "If D_fix is empty then stop": the client sends nothing
-        y_hat = torch.as_tensor(pseudo[a:b], device=exp.device)
-        specs.append({"x": x[fix], "y": y_hat[fix], "x_mix": x[mix], "y_mix": y_hat[mix]})
-        trained.append(int(c))
-    fix, mix = np.concatenate(fix_all), np.concatenate(mix_all)
-    right = pseudo == truth
-    rec.pseudo_acc, rec.label_ratio = 100 * float(right.mean()), len(fix) / len(truth)
-    rec.threshold_acc = 100 * right[fix].sum() / len(fix) if len(fix) else float("nan")
+    return [dict(x=x, conf=conf[a:b], pseudo=pseudo[a:b], truth=truth[a:b])
+            for x, a, b in zip(xs, starts[:-1], starts[1:])]
+
+
+def fix_mix_spec(exp, labeled: dict, rng: np.random.Generator):
+    """Eq. (3), (4) for one labeled client (label_clients): its fix/mix training spec, or None for an empty fix set
+    ("If D_fix is empty then stop": the client sends nothing); its label counts [samples, right, in fix, right in
+    fix]; and its fix and mix indices."""
+    fix, mix = fix_and_mix(labeled["conf"], exp.cfg.threshold, rng)
+    right = labeled["pseudo"] == labeled["truth"]
+    counts = np.array([len(right), right.sum(), len(fix), right[fix].sum()], dtype=np.int64)
+    if len(fix) == 0:
+        return None, counts, fix, mix
+    x, y_hat = labeled["x"], torch.as_tensor(labeled["pseudo"], device=exp.device)
+    return {"x": x[fix], "y": y_hat[fix], "x_mix": x[mix], "y_mix": y_hat[mix]}, counts, fix, mix
+
+
+def record_labels(rec: RoundRecord, counts: np.ndarray) -> None:
+    """Figure 6's measures from the active clients' summed label counts [samples, right, in fix, right in fix]."""
+    n, right, n_fix, right_fix = (int(v) for v in counts)
+    rec.pseudo_acc, rec.label_ratio = 100 * (right / n), n_fix / n
+    rec.threshold_acc = 100 * right_fix / n_fix if n_fix else float("nan")
+
+
+def pseudo_label(exp, st, rnd: Round, active) -> tuple[list, list]:
+    """Eq. (2)-(4) for every active client from the round's one stream: fix/mix specs and ids of the clients whose
+    fix set is not empty."""
+    cfg, rec = exp.cfg, rnd.record
+    labeled = label_clients(exp, st.model, rnd, active)
+    specs, trained, counts, picked = [], [], np.zeros(4, dtype=np.int64), []
+    for c, lab in zip(active, labeled):
+        spec, n, fix, mix = fix_mix_spec(exp, lab, rnd.rng)
+        counts += n
+        picked.append((lab, fix, mix))
+        if spec is not None:
+            specs.append(spec)
+            trained.append(int(c))
+    record_labels(rec, counts)
     if rnd.diagnose:   # the mix labels, and which classes the fix set teaches
-        shares = np.bincount(pseudo[fix], minlength=cfg.num_classes) / max(len(fix), 1)
-        rec.diagnostics.update(mix_acc=100 * right[mix].sum() / len(mix) if len(mix) else float("nan"),
-                               mix_confident=(conf[mix] >= cfg.threshold).mean() if len(mix) else float("nan"),
+        pseudo = np.concatenate([lab["pseudo"][fix] for lab, fix, _ in picked])
+        mix_right = np.concatenate([(lab["pseudo"] == lab["truth"])[mix] for lab, _, mix in picked])
+        mix_conf = np.concatenate([lab["conf"][mix] for lab, _, mix in picked])
+        shares = np.bincount(pseudo, minlength=cfg.num_classes) / max(len(pseudo), 1)
+        rec.diagnostics.update(mix_acc=100 * mix_right.sum() / len(mix_right) if len(mix_right) else float("nan"),
+                               mix_confident=(mix_conf >= cfg.threshold).mean() if len(mix_conf) else float("nan"),
                                **{f"fix_share_c{k}": v for k, v in enumerate(shares)})
     return specs, trained
+
+
+def client_objective(cfg):
+    """The clients' loss and the views their tasks need: L_fix + L_mix (Eq. 5, 6) on fix/mix specs, or with
+    global_pseudo_labels=False FixMatch's per-batch loss on the client's own data."""
+    if cfg.global_pseudo_labels:
+        return client_loss, dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None)
+    return fixmatch_loss(cfg.threshold), dict(view="strong", weak_too=True)
+
+
+def client_task(exp, model, crnd: Round, c: int):
+    """ClientUpdate's data for client c from its own streams (crnd = rounds.client_round): pseudo-labels, fix and
+    mix sets (Eq. 2-4) and the step plan with its augmentations; or, without global pseudo-labels, its own images.
+    Returns (Task, or None when its fix set is empty; label counts or None). The in-process harness with
+    rng_streams="client" and the Flower ClientApp both call this."""
+    cfg, data = exp.cfg, exp.data
+    counts = None
+    if cfg.global_pseudo_labels:
+        spec, counts, _, _ = fix_mix_spec(exp, label_clients(exp, model, crnd, [c])[0], crnd.rng)
+        if spec is None:
+            return None, counts
+    else:
+        spec = {"x": data.x_train[exp.client_idx[c]], "y": data.y_train[exp.client_idx[c]]}
+    _, views = client_objective(cfg)
+    task, = make_tasks([spec], cfg.client_batch, cfg.local_epochs, crnd.rng, crnd.g, flip=data.flip,
+                       strong_variant=cfg.strong_aug, **views)
+    return task, counts
+
+
+def record_training(rec: RoundRecord, samples: int, steps: int, stats: torch.Tensor) -> None:
+    """The clients' samples (summed over their steps) and mean loss per local step, from the engine's per-client
+    stats (rows in S_t's order)."""
+    rec.client_samples = int(samples)
+    if len(stats):
+        rec.client_loss = (stats[:, 0].sum() / steps).item()
+
+
+def record_fixmatch(rec: RoundRecord, stats: torch.Tensor) -> None:
+    """Without global pseudo-labels: the per-batch pseudo-labels' counts that fixmatch_loss summed."""
+    _, n, right, n_mask, mask_right = stats.sum(0)
+    rec.pseudo_acc, rec.label_ratio = 100 * (right / n).item(), (n_mask / n).item()
+    rec.threshold_acc = 100 * (mask_right / n_mask).item() if n_mask > 0 else float("nan")
 
 
 def train_clients(exp, st, rnd: Round, tasks, clients: list[int], loss_fn):
@@ -121,9 +193,7 @@ def train_clients(exp, st, rnd: Round, tasks, clients: list[int], loss_fn):
         stacked, new_states, stats = exp.engine.train(st.model, tasks, loss_fn, rnd.lr, states)
     if keep:
         st.client_states.update({c: s for c, s in zip(clients, new_states) if s})
-    rec.client_samples = int(sum(t.size.sum() for t in tasks))
-    if len(stats):
-        rec.client_loss = (stats[:, 0].sum() / sum(t.steps for t in tasks)).item()
+    record_training(rec, sum(t.size.sum() for t in tasks), sum(t.steps for t in tasks), stats)
     return stacked, stats
 
 
@@ -151,38 +221,26 @@ def global_momentum_step(model: torch.nn.Module, opt: torch.optim.Optimizer, ave
 
 
 # ---------------------------------------------------------------------- one round
-def semifl_round(exp, st, rnd: Round) -> RoundRecord:
-    cfg, data, rec, diag = exp.cfg, exp.data, rnd.record, rnd.record.diagnostics
-    paper_order = cfg.finetune and cfg.round_order == "paper"
+def begin_round(exp, st, rnd: Round) -> list[int]:
+    """The round up to ClientUpdate: (round_order=paper: ServerUpdate first), S_t, the global model's sBN
+    statistics. Returns S_t's client ids."""
+    cfg, diag = exp.cfg, rnd.record.diagnostics
     if rnd.diagnose:
         diag["acc_start"] = exp.diagnostic_accuracy(st.model, per_class=diag, prefix="start_")
-    if paper_order:
+    if cfg.finetune and cfg.round_order == "paper":
         finetune(exp, st, rnd)
         st.sbn_fresh = False
     active = rnd.rng.choice(cfg.num_clients, cfg.num_active, replace=False)
-    if cfg.global_pseudo_labels:
-        if not st.sbn_fresh:   # after an evaluation the statistics already belong to this global model
-            with rnd.timed("sbn"):
-                exp.refresh_sbn(st.model)
-        with rnd.timed("pseudo_label"):
-            specs, trained = pseudo_label(exp, st, rnd, active)
-        loss_fn, views = client_loss, dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None)
-    else:
-        trained = [int(c) for c in active]
-        specs = [{"x": data.x_train[exp.client_idx[c]], "y": data.y_train[exp.client_idx[c]]} for c in trained]
-        loss_fn, views = fixmatch_loss(cfg.threshold), dict(view="strong", weak_too=True)
-    rec.clients_trained = len(trained)
-    with rnd.timed("augment"):
-        tasks = make_tasks(specs, cfg.client_batch, cfg.local_epochs, rnd.rng, rnd.g, flip=data.flip,
-                           strong_variant=cfg.strong_aug, **views)
-    stacked, stats = train_clients(exp, st, rnd, tasks, trained, loss_fn)
-    if not cfg.global_pseudo_labels and stacked:   # the per-batch pseudo-labels' counts
-        _, n, right, n_mask, mask_right = stats.sum(0)
-        rec.pseudo_acc, rec.label_ratio = 100 * (right / n).item(), (n_mask / n).item()
-        rec.threshold_acc = 100 * (mask_right / n_mask).item() if n_mask > 0 else float("nan")
-    if rnd.diagnose and stacked:
-        accs = [exp.diagnostic_accuracy(st.model, {k: v[i] for k, v in stacked.items()}) for i in range(len(trained))]
-        diag.update(acc_client_mean=float(np.mean(accs)), acc_client_min=min(accs), acc_client_max=max(accs))
+    if cfg.global_pseudo_labels and not st.sbn_fresh:   # after an evaluation they belong to this global model
+        with rnd.timed("sbn"):
+            exp.refresh_sbn(st.model)
+    return [int(c) for c in active]
+
+
+def end_round(exp, st, rnd: Round, stacked: dict) -> None:
+    """The round after ClientUpdate, given the client models stacked in S_t's order: (finetune=False: the server
+    trains beside them), Model Averaging + global momentum, ServerUpdate (round_order=paper: after the last round)."""
+    cfg, rec, diag = exp.cfg, rnd.record, rnd.record.diagnostics
     server_weights = None
     if not cfg.finetune:   # "parallel": the server trains from the same global model beside the clients
         with rnd.timed("server"):
@@ -195,6 +253,42 @@ def semifl_round(exp, st, rnd: Round) -> RoundRecord:
             global_momentum_step(st.model, st.global_opt, averaged)
     if rnd.diagnose:
         diag["acc_aggregate"] = exp.diagnostic_accuracy(st.model, per_class=diag, prefix="aggregate_")
-    if cfg.finetune and (not paper_order or rnd.last):
+    if cfg.finetune and (cfg.round_order != "paper" or rnd.last):
         finetune(exp, st, rnd)
+
+
+def client_tasks(exp, st, rnd: Round, active: list[int]) -> tuple[list, list]:
+    """ClientUpdate's tasks for S_t, drawn from the round's one stream or from each client's own (rng_streams).
+    Returns (tasks, ids of the clients that train)."""
+    cfg, data, rec = exp.cfg, exp.data, rnd.record
+    if cfg.rng_streams == "client":
+        with rnd.timed("prepare"):
+            made = [(c, *client_task(exp, st.model, client_round(rnd, cfg.seed, c), c)) for c in active]
+        if cfg.global_pseudo_labels:
+            record_labels(rec, sum(counts for _, _, counts in made))
+        return [t for _, t, _ in made if t is not None], [c for c, t, _ in made if t is not None]
+    if cfg.global_pseudo_labels:
+        with rnd.timed("pseudo_label"):
+            specs, trained = pseudo_label(exp, st, rnd, active)
+    else:
+        trained = active
+        specs = [{"x": data.x_train[exp.client_idx[c]], "y": data.y_train[exp.client_idx[c]]} for c in trained]
+    with rnd.timed("augment"):
+        tasks = make_tasks(specs, cfg.client_batch, cfg.local_epochs, rnd.rng, rnd.g, flip=data.flip,
+                           strong_variant=cfg.strong_aug, **client_objective(cfg)[1])
+    return tasks, trained
+
+
+def semifl_round(exp, st, rnd: Round) -> RoundRecord:
+    cfg, rec, diag = exp.cfg, rnd.record, rnd.record.diagnostics
+    active = begin_round(exp, st, rnd)
+    tasks, trained = client_tasks(exp, st, rnd, active)
+    rec.clients_trained = len(trained)
+    stacked, stats = train_clients(exp, st, rnd, tasks, trained, client_objective(cfg)[0])
+    if not cfg.global_pseudo_labels and stacked:
+        record_fixmatch(rec, stats)
+    if rnd.diagnose and stacked:
+        accs = [exp.diagnostic_accuracy(st.model, {k: v[i] for k, v in stacked.items()}) for i in range(len(trained))]
+        diag.update(acc_client_mean=float(np.mean(accs)), acc_client_min=min(accs), acc_client_max=max(accs))
+    end_round(exp, st, rnd, stacked)
     return rec
