@@ -111,3 +111,17 @@ def test_flower_simulation_equals_the_in_process_harness(tmp_path):
         torch.testing.assert_close(wh[k], wt[k], rtol=1e-5, atol=1e-6)
     # a second simulation of the same config reuses the complete run (no Ray, no training)
     assert simulate(cfg, tmp_path / "flower", progress=False)["reused"]
+
+
+@pytest.mark.distributed
+def test_a_three_supernode_deployment_equals_the_simulation(tmp_path):
+    """The deployment runtime (a SuperLink and 3 SuperNodes as separate processes, `flwr run`), from the repository's
+    script: the run completes and its metrics per round equal the simulation's (the script's exit status)."""
+    pytest.importorskip("flwr")
+    out = subprocess.run([sys.executable, "-m", "semifl_core.flower.deploy", "--supernodes", "3", "--set",
+                          "rounds=2", "--work", str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
+                         timeout=600)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    assert "deployment (3 SuperNodes" in out.stdout and ": equal metrics per round" in out.stdout
+    deployed = next((tmp_path / "deployed").glob("semifl-*/summary.json"))
+    assert '"runtime": "flower"' in deployed.read_text() and '"supernodes": 3' in deployed.read_text()
