@@ -96,7 +96,7 @@ def test_flower_simulation_equals_the_in_process_harness(tmp_path):
     """10 SuperNodes, 3 rounds of the smoke profile: per round, every metric of the Flower simulation equals the
     in-process run's (same config, per-client streams) to float rounding, and so do the final weights."""
     pytest.importorskip("flwr")
-    from semifl_core.flower import simulate
+    from semifl_core.flower.simulation import simulate
     cfg = profile("smoke", **EQUAL_CFG)
     here = run(flower_config(cfg), tmp_path / "in-process", progress=False)
     there = simulate(cfg, tmp_path / "flower", progress=False)

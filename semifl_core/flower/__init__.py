@@ -3,6 +3,9 @@
 - server_app.py: the ServerApp. Its strategy (SemiFLStrategy) runs SemiFL's round with the functions of
   methods/semifl.py: begin_round (sampling S_t, the global model's sBN statistics), then, after the clients,
   end_round (equal-weight averaging + global momentum, the server's fine-tune), and the harness's evaluation.
+- simulation.py: `simulate(cfg)`, a Flower simulation from Python (one virtual SuperNode per client, on Ray).
+- deploy.py: a SuperLink and N SuperNodes as processes, `flwr run`, checked against the simulation.
+- app/pyproject.toml: the app that `flwr run` submits (its components are this package's).
 - client_app.py: the ClientApp. Client c (its partition id) pseudo-labels, builds its fix and mix sets and trains
   with methods/semifl.client_task and the engine, as the in-process harness does; the SGD momentum it keeps between
   rounds (client_momentum="keep") lives in the ClientApp's context state.
@@ -55,22 +58,3 @@ def encode_config(cfg: Config) -> str:
 
 def decode_config(text: str) -> Config:
     return Config(**json.loads(text)).validate()
-
-
-def simulate(cfg: Config, results_dir="results-flower", data_root=None, num_cpus_per_client: float = 1,
-             num_gpus_per_client: float = 0.0, progress: bool = True) -> dict:
-    """Run cfg as a Flower simulation (flwr.simulation.run_simulation: a ServerApp and one virtual SuperNode per
-    client, on a local Ray instance) into results_dir; returns the run's summary (run.run's shape)."""
-    from flwr.simulation import run_simulation
-
-    from .client_app import app as client_app
-    from .server_app import make_server_app
-    cfg = flower_config(cfg)
-    out: dict = {}
-    backend = {"client_resources": {"num_cpus": num_cpus_per_client, "num_gpus": num_gpus_per_client},
-               "init_args": {"include_dashboard": False, "log_to_driver": True}}
-    run_simulation(make_server_app(cfg, results_dir, data_root, progress, out), client_app,
-                   num_supernodes=cfg.num_clients, backend_config=backend)
-    if "summary" not in out:
-        raise RuntimeError(f"the Flower simulation ended without a result: {out.get('error', 'see its log above')}")
-    return out["summary"]

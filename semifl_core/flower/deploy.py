@@ -59,7 +59,8 @@ def deploy(supernodes: int, sets: list[str], work: Path, timeout: float = 900.0)
     per-round metrics compared ("equal": bool, "max_abs_diff")."""
     from ..cli import parse_sets
     from ..config import profile
-    from . import flower_config, simulate
+    from . import flower_config
+    from .simulation import simulate
     bin_dir = Path(sys.executable).parent
     overrides = {"rounds": 3, "threshold": 0.2, **parse_sets(sets), "num_clients": supernodes}
     overrides.setdefault("active_rate", min(1.0, 2.5 / supernodes))   # 2 clients a round
