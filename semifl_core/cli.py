@@ -1,6 +1,7 @@
-"""Command line: `semifl run`, `semifl profiles`, `semifl runs`, `semifl demo`, `semifl bench`.
+"""Command line: `semifl run`, `semifl profiles`, `semifl runs`, `semifl demo`, `semifl bench`, `semifl sweep`.
 
     semifl run --profile small --dataset fashionmnist --set partition=dir-0.3 seed=1
+    semifl sweep table3 --profile small --seeds 0 1 2          (on Ray: the [distributed] extra)
 
 torch and pandas are imported only by the commands that use them, so `semifl --help` and `semifl profiles` answer
 at once. Every error is one line on stderr, `semifl: <what is wrong and what is allowed>`: exit code 2 for bad
@@ -89,7 +90,36 @@ def build_parser() -> Parser:
                    help="untimed rounds before timing, >= 0, so that pseudo-labels appear (default: 5)")
     b.add_argument("--synthetic-shape", default=None, metavar="CxHxW",
                    help="e.g. 3x32x32: random data of this shape if the dataset's files are absent (default: none)")
+    sw = sub.add_parser("sweep", help="run a notebook's grid of runs on Ray (the [distributed] extra)",
+                        description="Run every configuration of a notebook's grid (GRID) for every seed on Ray, one "
+                                    "task a run: complete runs in --results-dir are reused, interrupted ones resumed; "
+                                    "a run that another process trains is left to it and its result reused. A sweep "
+                                    "that dies is finished by the same command.")
+    sw.add_argument("grid", metavar="GRID", help=f"one of {', '.join(GRID_NAMES)}")
+    sw.add_argument("--profile", default="small", metavar="NAME",
+                    help=f"one of {', '.join(PROFILES)} (default: %(default)s)")
+    sw.add_argument("--dataset", default=None, metavar="NAME",
+                    help="one dataset of the grid (default: every (dataset, N_S) pair of the profile)")
+    sw.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], metavar="S",
+                    help="seeds of every run (default: 0 1 2)")
+    sw.add_argument("--rounds", type=int, default=None, metavar="N", help="rounds (default: the profile's)")
+    sw.add_argument("--address", default=None, metavar="ADDR",
+                    help="Ray cluster, e.g. ray://HEAD:10001 or HEAD:6379 (default: $RAY_ADDRESS, else a cluster "
+                         "`ray start` began here, else a new local instance)")
+    sw.add_argument("--gpus-per-run", type=float, default=None, metavar="F",
+                    help="GPUs a run: 1, or a fraction such as 0.5 to share one (default: 1 where the cluster has "
+                         "GPUs, else 0)")
+    sw.add_argument("--results-dir", default="results", metavar="DIR",
+                    help="where runs are stored, one directory each; on a cluster, a path every node sees "
+                         "(default: %(default)s)")
+    sw.add_argument("--data-root", default=None, metavar="DIR", help="where datasets live (as for `semifl run`)")
+    sw.add_argument("--device", default="auto", help=f"one of {DEVICES} (default: %(default)s)")
+    sw.add_argument("--checkpoint-every", type=int, default=10, metavar="N",
+                    help="rounds between checkpoints (default: %(default)s)")
     return p
+
+
+GRID_NAMES = ("table1", "table2", "table3", "table5", "figure2", "scale", "diagnosis", "split", "feddure")
 
 
 def main(argv=None) -> int:
@@ -132,6 +162,8 @@ def _command(args) -> int:
         return 0
     if args.cmd == "runs":
         return _runs(args.results_dir, args.clean)
+    if args.cmd == "sweep":
+        return _sweep(args)
     overrides = parse_sets(args.set)
     for name in ("dataset", "algorithm"):
         flag = getattr(args, name)
@@ -184,6 +216,37 @@ def _committed(cfgs, seeds=(0, 1, 2)) -> str:
         out.append(f"{cfg.algorithm:>22}: " + (f"{mean_std([d['final_acc'] for d in done])}, "
                                                f"{mean_std([d['best_acc'] for d in done])}" if done else "none"))
     return "\n".join(out)
+
+
+def _sweep(args) -> int:
+    """`semifl sweep GRID`: the grid's runs on Ray; one line a run, then the count; exit 1 if any run failed."""
+    if args.grid not in GRID_NAMES:
+        import difflib
+        close = difflib.get_close_matches(args.grid, GRID_NAMES, n=1)
+        raise ConfigError(f"sweep {args.grid!r}: unknown grid; allowed are {', '.join(GRID_NAMES)}"
+                          + (f" (did you mean {close[0]!r}?)" if close else ""))
+    if args.rounds is not None and args.rounds < 1 or args.checkpoint_every < 1:
+        raise ConfigError(f"--rounds {args.rounds} --checkpoint-every {args.checkpoint_every}: both must be >= 1")
+    try:
+        import ray  # noqa: F401  (only to say now, before anything is built, that it is missing)
+    except ImportError:
+        from .sweep import NEEDS_RAY
+        raise ConfigError(NEEDS_RAY) from None
+    from .report.configs import grid_configs
+    from .sweep import sweep
+    configs = grid_configs(args.grid, args.profile, args.dataset, args.rounds)
+    jobs = [(f"{label} (seed {s})", cfg.replace(seed=s)) for label, cfg in configs.items() for s in args.seeds]
+    out = sweep([c for _, c in jobs], args.results_dir, names=[n for n, _ in jobs], address=args.address,
+                num_gpus=args.gpus_per_run, device=args.device, data_root=args.data_root,
+                checkpoint_every=args.checkpoint_every)
+    width = max(len(n) for n, _ in jobs)
+    for (name, _), s in zip(jobs, out.summaries):
+        if s is not None:
+            print(f"{name:<{width}}  {'reused ' if s['reused'] else 'trained'}  final {s['final_acc']:6.2f}%  "
+                  f"best {s['best_acc']:6.2f}%  {s['path']}")
+    print(f"{args.grid}, profile {args.profile}: {len(jobs)} runs, {out.trained} trained, {out.reused} reused, "
+          f"{len(out.failures)} failed")
+    return 1 if out.failures else 0   # the failed runs' lines: sweep printed them on stderr
 
 
 def _runs(results_dir, clean: bool) -> int:

@@ -25,6 +25,8 @@ import os
 import shutil
 import sys
 import tempfile
+import threading
+import time
 import zipfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -195,12 +197,47 @@ def open_run(results_dir, cfg: Config) -> RunInfo:
 LOCK = ".lock"
 
 
+_HELD: set = set()   # (run directory, thread) of every hold this process has now
+
+
 @contextmanager
 def hold(path: Path):
     """Hold run directory `path` (made if missing) while the block runs: an exclusive flock on path/.lock, which the
     OS drops when this process ends, however it ends. If another process holds it, wait, saying once which process.
-    A directory left holding nothing but the lock is removed on the way out."""
-    path, said = Path(path), False
+    A directory left holding nothing but the lock is removed on the way out. Re-entrant in the thread that holds the
+    directory already (a sweep worker's `try_hold`, then run.run's `hold`): the inner hold takes nothing."""
+    path = Path(path)
+    if _key(path) in _HELD:   # this thread holds it already
+        yield path
+        return
+    fd = _acquire(path, block=True)
+    with _holding(path, fd):
+        yield path
+
+
+@contextmanager
+def try_hold(path: Path):
+    """Claim run directory `path` (made if missing) without waiting: yields True, holding it as `hold` does while the
+    block runs, or False at once if another process holds it (`held_by(path)` says which); nothing is held then."""
+    path = Path(path)
+    if _key(path) in _HELD:   # this thread holds it already
+        yield True
+        return
+    fd = _acquire(path, block=False)
+    if fd is None:
+        yield False
+        return
+    with _holding(path, fd):
+        yield True
+
+
+def _key(path: Path) -> tuple:
+    return os.path.realpath(path), threading.get_ident()
+
+
+def _acquire(path: Path, block: bool) -> int | None:
+    """An open descriptor of path/.lock holding its exclusive flock; None if another process holds it and not block."""
+    said = False
     while True:
         _mkdir(path)
         fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
@@ -208,22 +245,49 @@ def hold(path: Path):
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                if not said:
-                    print(f"semifl: {path} is in use by {_holder(fd)}; waiting for it to finish", file=sys.stderr,
-                          flush=True)
-                    said = True
-                fcntl.flock(fd, fcntl.LOCK_EX)
+                if not block:
+                    if _held_elsewhere(fd):
+                        os.close(fd)
+                        return None
+                else:
+                    if not said:
+                        print(f"semifl: {path} is in use by {_holder(fd)}; waiting for it to finish",
+                              file=sys.stderr, flush=True)
+                        said = True
+                    fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
             os.close(fd)
             raise
         if _same_file(fd, path / LOCK):
-            break
+            return fd
         os.close(fd)  # the directory was removed (semifl runs --clean) while we waited: lock the new one
+
+
+def _held_elsewhere(fd: int, tries: int = 5) -> bool:
+    """Whether another process keeps its lock on fd's file: a process that only looks (held_by, `semifl runs`) holds
+    it for microseconds, so a few more tries 20 ms apart tell a look from a hold. False: fd holds the lock now."""
+    for _ in range(tries):
+        time.sleep(0.02)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return False
+        except BlockingIOError:
+            pass
+    return True
+
+
+@contextmanager
+def _holding(path: Path, fd: int):
+    """The body of a hold: our pid in the lock file, the hold registered for re-entry; on the way out, a directory
+    left holding nothing but the lock removed, and the lock released."""
+    key = _key(path)
+    _HELD.add(key)
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-        yield path
+        yield
     finally:
+        _HELD.discard(key)
         try:
             if {f.name for f in path.iterdir()} == {LOCK}:
                 (path / LOCK).unlink()

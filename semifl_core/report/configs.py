@@ -196,3 +196,33 @@ def feddure_runs(p, dataset, seeds, extra_seeds, results_dir=None, device="auto"
     df["row"] = df.label.str.split(" | ", regex=False).str[0]
     df["setting"] = df.label.str.split(" | ", regex=False).str[1]
     return df
+
+
+# The notebooks' grids by name, for `semifl sweep GRID`: builder(p, ds, n, rounds) -> {label: Config}, run for every
+# (dataset, N_S) pair of the profile (report.grid). figure6 and learning_curves read table2's and table1's runs.
+GRIDS = {"table1": table1_configs, "table2": table2_configs, "table3": table3_configs, "table5": table5_configs,
+         "figure2": figure2_configs, "scale": scale_configs, "diagnosis": diagnosis_configs,
+         "split": split_configs, "feddure": None}
+
+
+def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
+    """{label: Config} of the notebook grid `name` (GRIDS) at profile p, over the profile's (dataset, N_S) pairs
+    (restricted to `dataset` if given); labels name the pair when there are several. As the notebooks do: scale on the
+    first dataset around the profile's N_S; feddure every cell of FedDure's Table 1 on the first dataset (its
+    notebook's extra seeds are not added); diagnosis at each dataset's report.diagnosis_ns."""
+    from ..config import ConfigError
+    from .runs import grid
+    if name not in GRIDS:
+        raise ConfigError(f"grid {name!r}: allowed are {', '.join(GRIDS)}")
+    pairs = grid(p, dataset)
+    if name == "feddure":
+        return feddure_configs(p, pairs[0][0], rounds)
+    if name == "scale":   # as its notebook: the first dataset, around the profile's N_S
+        return scale_configs(p, pairs[0][0], profile(p, pairs[0][0]).num_supervised, rounds)
+    if name == "diagnosis":
+        pairs = list(dict.fromkeys((ds, n) for ds, _ in pairs for n in diagnosis_ns(p, ds)))
+    out = {}
+    for ds, n in pairs:
+        for label, cfg in GRIDS[name](p, ds, n, rounds).items():
+            out[label if len(pairs) == 1 else f"{label} | {ds} N_S={n}"] = cfg
+    return out

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..config import PROFILE_GRID, Config, check_parameters, profile
+from ..config import PROFILE_GRID, Config, ConfigError, check_parameters, profile
 from ..results import load_metrics
 from . import paper
 
@@ -123,11 +123,21 @@ def workers_for(device: str, jobs: int) -> int:
     return max(1, min(os.cpu_count() or 1, jobs))
 
 
-def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=None, workers=None) -> pd.DataFrame:
+BACKENDS = ("processes", "ray")
+
+
+def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=None, workers=None, backend=None,
+            address=None, gpus_per_run=None) -> pd.DataFrame:
     """Run every {label: Config} for every seed with one progress bar: complete runs are reused, the rest train in
     `workers` processes (default: workers_for(device)), each resuming from its checkpoint if it has one.
+    backend="ray" hands the runs to Ray instead (semifl_core.sweep: a local instance, or the cluster at `address`;
+    `gpus_per_run` GPUs a run, default 1 where the cluster has GPUs); the default backend is "processes", or
+    $SEMIFL_BACKEND when set (so papermill can send a notebook's grids to Ray; Ray reads RAY_ADDRESS itself).
     Returns a tidy DataFrame: one row per (label, seed) with the config's main fields and the run summary.
     With SEMIFL_NO_TRAIN set (no_train()), runs not in the store are left out, with a printed line naming them."""
+    backend = backend or os.environ.get("SEMIFL_BACKEND") or "processes"
+    if backend not in BACKENDS:
+        raise ConfigError(f"backend={backend!r}: allowed are {', '.join(BACKENDS)}")
     from concurrent.futures import ProcessPoolExecutor, as_completed
     from multiprocessing import get_context
 
@@ -149,8 +159,16 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
               f"out of everything below: {'; '.join(left[:6])}{'; ...' if len(left) > 6 else ''}")
         jobs = [job for i, job in enumerate(jobs) if i in done]
         done, todo = {k: done[i] for k, i in enumerate(sorted(done))}, []
+    swept = backend == "ray" and bool(todo)
+    if swept:   # with its own bar; a failed run: SweepError naming it, once the others have finished
+        from ..sweep import sweep
+        out = sweep([jobs[i][1] for i in todo], results_dir, address=address, num_gpus=gpus_per_run, device=device,
+                    data_root=data_root, names=[f"{jobs[i][0]} (seed {jobs[i][1].seed})" for i in todo])
+        done.update(zip(todo, out.check().summaries))
+        todo = []
     n = workers or workers_for(device, len(todo))
-    with tqdm(total=len(jobs), initial=len(done), desc=f"runs ({len(todo)} to train, {n} at a time)") as bar:
+    with tqdm(total=len(jobs), initial=len(done), desc=f"runs ({len(todo)} to train, {n} at a time)",
+              disable=swept) as bar:
         if n == 1:
             for i in todo:
                 done[i] = _train(jobs[i][1], results_dir, device, data_root)
@@ -185,10 +203,10 @@ def curves(df: pd.DataFrame,
     return pd.concat(parts, ignore_index=True)
 
 
-def run_pairs(builder, p, pairs, seeds, results_dir, device="auto", rounds=None) -> pd.DataFrame:
-    """run_all(builder(p, ds, n, rounds)) for every (dataset, N_S) pair, concatenated; adds 'method' (the label
-    without its partition) and 'pair'."""
-    dfs = [run_all(builder(p, ds, n, rounds), seeds, results_dir, device) for ds, n in pairs]
+def run_pairs(builder, p, pairs, seeds, results_dir, device="auto", rounds=None, **run_options) -> pd.DataFrame:
+    """run_all(builder(p, ds, n, rounds), **run_options) for every (dataset, N_S) pair, concatenated; adds 'method'
+    (the label without its partition) and 'pair'."""
+    dfs = [run_all(builder(p, ds, n, rounds), seeds, results_dir, device, **run_options) for ds, n in pairs]
     df = pd.concat(dfs, ignore_index=True)
     df["method"] = df.label.str.split(" | ", regex=False).str[0]
     df["pair"] = [f"{paper.DATASET_NAMES.get(d, d)}, N_S={n}" for d, n in zip(df.dataset, df.num_supervised)]

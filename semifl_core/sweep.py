@@ -1,0 +1,294 @@
+"""Sweeps on Ray: many independent runs (a notebook's grid, `semifl sweep GRID`) handed to Ray, one task per run.
+
+    from semifl_core.sweep import sweep
+    result = sweep([profile("smoke", seed=s) for s in range(4)], "results")        # a local Ray instance
+    result = sweep(configs, "/shared/results", address="ray://head:10001", num_gpus=0.5)   # a cluster, 2 runs a GPU
+
+The design, in the order a sweep goes:
+
+* The results store is the only record. Every run writes its own directory (results.run_dir), exactly as
+  `semifl run` does, because each task calls run.run. The driver reads the store first: complete runs are reused and
+  never reach Ray (a sweep of complete runs does not even start Ray); the others are handed to Ray, where run.run
+  resumes a checkpointed run from its checkpoint. A sweep that dies is therefore resumed by sweeping again.
+* One process per run. A task first claims its run directory with results.try_hold: the same flock on
+  <run>/.lock that results.hold (and so run.run) takes, without waiting, kept while run.run trains (run.run's own hold
+  is re-entrant in the thread that holds the claim). The OS drops the flock when the process ends, however it ends.
+* A run that another process holds (a second sweep on the same grid, a `semifl run`, a notebook) is not waited for
+  at first: its task returns at once, so the Ray worker moves on to runs nobody is training, and the run is
+  *deferred*. When every other run is done, the deferred runs go to Ray again, this time waiting for the holder
+  (run.run's blocking hold): each then reuses the holder's result once it is complete, or, if the holder died,
+  resumes the run from its checkpoint. Two sweeps over one grid thus share it out, and no run is trained twice (the
+  flock, and run.run's second look at the store once it holds the directory).
+* Resources: one CPU a task; on a CPU, torch uses one thread in it (two 1-thread processes beat one 2-thread process,
+  BENCHMARKS.md). Where the Ray cluster has GPUs, `num_gpus` a task (default 1; a fraction such as 0.5 puts two runs
+  on one GPU); Ray makes the task's GPU its only visible one. Without GPUs the tasks train on the CPU.
+* Ray itself is imported only inside these functions (the default install has no ray). A sweep uses the Ray instance
+  this process is connected to, else calls ray.init(address): None follows Ray's rule (RAY_ADDRESS, else a cluster
+  that `ray start` began on this machine, else a new local instance); "ray://HOST:10001" or "HOST:6379" names a
+  cluster. Ray is left up for the next sweep of the process (a notebook's grids pay the start-up once); ray.shutdown()
+  ends it, as does the end of the process. On a cluster every node needs this package installed and must see the
+  results directory at the same absolute path, on a file system where flock works across machines (NFSv4, Lustre,
+  CephFS): claims on each node's own disk would not see one another.
+* Progress: one text tqdm bar over the runs (text, like report.run_all's, so committed notebooks render it), with
+  done / running / queued / waiting / failed. `running` counts runs whose directory is held right now.
+* Failures: a run that fails does not stop the others. The sweep returns a SweepResult in which a failed run has no
+  summary and a one-line error; it prints those lines after the bar (on stderr, as the bar), and SweepResult.check()
+  (report.run_all calls it) raises SweepError naming them. A failed run is never counted as done. A corrupt run
+  directory stops the sweep before it starts (results.ResultsError, as `semifl run` does).
+"""
+from __future__ import annotations
+
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from . import results
+from .config import Config, ConfigError, check_device
+
+NEEDS_RAY = "sweep needs the [distributed] extra: pip install -e '.[distributed]'"
+DONE, HELD, FAILED = "done", "held", "failed"
+POLL_S = 0.5   # how often the driver looks at the tasks and the store while it waits
+
+
+class SweepError(RuntimeError):
+    """Some runs of a sweep failed; the message has one line per failed run."""
+
+
+@dataclass
+class SweepResult:
+    """The outcome of a sweep, per config in the order given: the run's summary (run.run's, with "path" and
+    "reused"), or None with its one-line error in `failures` when the run failed."""
+    names: list
+    summaries: list
+    failures: dict = field(default_factory=dict)   # index -> one-line error
+
+    @property
+    def trained(self) -> int:
+        return sum(1 for s in self.summaries if s is not None and not s["reused"])
+
+    @property
+    def reused(self) -> int:
+        return sum(1 for s in self.summaries if s is not None and s["reused"])
+
+    def failure_lines(self) -> list[str]:
+        return [f"{self.names[i]}: {why}" for i, why in sorted(self.failures.items())]
+
+    def check(self) -> "SweepResult":
+        """self, or SweepError if any run failed."""
+        if self.failures:
+            raise SweepError(f"{len(self.failures)} of {len(self.summaries)} runs failed: "
+                             + "; ".join(self.failure_lines()))
+        return self
+
+
+def require_ray():
+    """The ray module, or ImportError with the one line that says how to install it."""
+    try:
+        import ray
+    except ImportError:
+        raise ImportError(NEEDS_RAY) from None
+    return ray
+
+
+def sweep(configs, results_dir="results", *, names=None, address=None, num_gpus=None, device="auto", data_root=None,
+          progress=True, checkpoint_every=10, init=None) -> SweepResult:
+    """Train every config in `configs` (a sequence of Config) to the end on Ray, one task a run; complete runs are
+    reused without Ray. `names`: how messages call each run (default: its directory's name). `address`: the Ray
+    cluster (None: Ray's rule, see the module docstring). `num_gpus`: GPUs a run (None: 1 where the cluster has a GPU
+    and device is not "cpu", else 0; a fraction below 1 shares a GPU). `device`: auto, cpu or cuda (a task's cuda is
+    the GPU Ray gives it). `init`: more keyword arguments for ray.init, used only if this sweep starts Ray.
+    Returns a SweepResult (failed runs in .failures; .check() raises SweepError for them)."""
+    configs = [c.validate() if isinstance(c, Config) else _not_a_config(c) for c in configs]
+    names = [results.run_dir("", c).name for c in configs] if names is None else [str(n) for n in names]
+    if len(names) != len(configs):
+        raise ConfigError(f"names: {len(names)} given for {len(configs)} configs")
+    device = check_device(device)
+    _check_gpus(num_gpus, device)
+    if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
+        raise ConfigError(f"checkpoint_every={checkpoint_every!r}: must be an integer >= 1 (rounds between "
+                          "checkpoints)")
+    results_dir = Path(results_dir).resolve()   # tasks may run in another working directory (or on another node)
+    from .data import data_root as default_root
+    data_root = str(default_root(data_root).resolve())
+
+    out = SweepResult(names, [None] * len(configs))
+    first = {}     # run directory -> index of the first config that names it (the same run twice trains once)
+    todo = []      # indices to hand to Ray
+    for i, cfg in enumerate(configs):
+        info = results.open_run(results_dir, cfg)   # a corrupt run: ResultsError now, before anything starts
+        if info.state == "complete":
+            out.summaries[i] = {**info.summary, "path": str(info.path), "reused": True}
+        elif info.path not in first:
+            first[info.path] = i
+            todo.append(i)
+    if todo:
+        ray = _connect(address, init)
+        gpus = _gpus_per_run(ray, num_gpus, device)
+        remote = ray.remote(_task).options(num_cpus=1, num_gpus=gpus, max_retries=1)   # retried once if its worker dies
+        args = dict(results_dir=str(results_dir), device="cpu" if gpus == 0 else "cuda",   # cuda: the task's own GPU
+                    data_root=data_root, checkpoint_every=checkpoint_every, threads=1 if gpus == 0 else None)
+        _drive(ray, remote, args, configs, todo, out, progress)
+    for i, cfg in enumerate(configs):   # a run named twice: the copy reuses the first one's result
+        j = first.get(results.run_dir(results_dir, cfg), i)
+        if j != i and out.summaries[i] is None:
+            if j in out.failures:
+                out.failures[i] = out.failures[j]
+            elif out.summaries[j] is not None:
+                out.summaries[i] = {**out.summaries[j], "reused": True}
+    if out.failures and progress:
+        print(f"semifl: sweep: {len(out.failures)} of {len(configs)} runs failed:", *out.failure_lines(), sep="\n  ",
+              file=sys.stderr, flush=True)
+    return out
+
+
+def _not_a_config(c):
+    raise ConfigError(f"sweep: expected Config objects, got {type(c).__name__}")
+
+
+def _check_gpus(num_gpus, device: str) -> None:
+    if num_gpus is None:
+        return
+    if isinstance(num_gpus, bool) or not isinstance(num_gpus, (int, float)) or not num_gpus >= 0 \
+            or (num_gpus > 1 and num_gpus != int(num_gpus)):
+        raise ConfigError(f"GPUs per run {num_gpus!r}: must be 0, a fraction below 1 (e.g. 0.5: two runs share a "
+                          "GPU) or a whole number")
+    if num_gpus > 0 and device == "cpu":
+        raise ConfigError(f"GPUs per run {num_gpus!r} with device cpu: give one (device auto uses the GPU)")
+    if num_gpus == 0 and device.startswith("cuda"):
+        raise ConfigError(f"device {device!r} with 0 GPUs per run: a task must reserve its GPU (--gpus-per-run)")
+
+
+def _connect(address, init):
+    """The ray module, connected to a Ray instance (started or joined here if this process has none)."""
+    ray = require_ray()
+    if ray.is_initialized():
+        here = _current_address(ray)
+        if address not in (None, "auto") and not str(address).startswith("ray://") and here and here != address:
+            raise ConfigError(f"address {address!r}: this process is connected to the Ray instance at {here}; "
+                              "call ray.shutdown() first to sweep on another")
+        return ray
+    _answers(address)
+    options = dict(address=address, log_to_driver=False, logging_level="WARNING", **(init or {}))
+    if address is None or not str(address).startswith("ray://"):
+        options.setdefault("include_dashboard", False)
+    with warnings.catch_warnings():   # its notice about GPUs hidden from 0-GPU tasks: a CPU task gets device="cpu"
+        warnings.simplefilter("ignore", FutureWarning)
+        try:
+            ray.init(**options)
+        except (ConnectionError, ValueError) as err:   # an unreachable or malformed address, or bad `init`
+            raise ConfigError(f"could not start or join Ray (address {address!r}): "
+                              f"{type(err).__name__}: {' '.join(str(err).split())[:300]}") from None
+    return ray
+
+
+def _current_address(ray) -> str:
+    try:
+        return ray.get_runtime_context().gcs_address or ""
+    except Exception:   # a Ray client connection (ray://) has no GCS address to show
+        return ""
+
+
+def _answers(address) -> None:
+    """ConfigError unless something accepts a connection at a HOST:PORT address (Ray itself retries an address where
+    nothing listens for minutes, silently)."""
+    host, sep, port = str(address or "").removeprefix("ray://").rpartition(":")
+    if not sep or not port.isdigit():
+        return   # None, "auto", "local" or a form Ray will judge
+    import socket
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=10).close()
+    except OSError as err:
+        raise ConfigError(f"address {address!r}: nothing answers there ({err.strerror or err}); start the cluster's "
+                          "head (`ray start --head`) or give its address") from None
+
+
+def _gpus_per_run(ray, num_gpus, device: str) -> float:
+    have = ray.cluster_resources().get("GPU", 0)
+    if num_gpus is None:
+        return 1 if have > 0 and device != "cpu" else 0
+    if num_gpus > 0 and have == 0:
+        raise ConfigError(f"GPUs per run {num_gpus!r}: the Ray cluster has no GPU (its resources: "
+                          f"{int(ray.cluster_resources().get('CPU', 0))} CPUs); use 0")
+    return num_gpus
+
+
+def _task(cfg: Config, claim: bool, results_dir: str, device: str, data_root: str, checkpoint_every: int,
+          threads):
+    """One run, in a Ray worker: (DONE, summary), (HELD, holder) when claim and another process holds the run, or
+    (FAILED, one-line error)."""
+    try:
+        import torch
+        if threads:
+            torch.set_num_threads(threads)
+        from .run import run
+
+        def train():
+            return run(cfg, results_dir, device=device, data_root=data_root, progress=False,
+                       checkpoint_every=checkpoint_every)
+        if not claim:
+            return DONE, train()   # run.run's hold waits for the holder, then reuses or resumes
+        path = results.run_dir(results_dir, cfg)
+        with results.try_hold(path) as mine:
+            if not mine:
+                return HELD, results.held_by(path) or "another process"
+            return DONE, train()
+    except Exception as err:   # the run's own failure, as a line; the sweep goes on with the others
+        return FAILED, one_line(err)
+
+
+def one_line(err: BaseException) -> str:
+    text = " ".join(str(err).split())
+    return f"{type(err).__name__}: {text[:400]}" if text else type(err).__name__
+
+
+def _drive(ray, remote, args: dict, configs, todo: list, out: SweepResult, progress: bool) -> None:
+    """Submit `todo`, collect the results into `out`, defer the runs held elsewhere and wait for them at the end."""
+    from tqdm import tqdm  # text bars: they render in committed notebooks (no widgets needed)
+
+    total, reused = len(todo) + out.reused, out.reused
+    bar = tqdm(total=total, initial=reused, unit="run", disable=not progress,
+               desc=f"sweep on Ray ({len(todo)} to run, {reused} reused)")
+    deferred = []
+    pending = {remote.remote(configs[i], True, **args): i for i in todo}
+    waiting = {}   # the second pass: deferred runs, waited for
+    paths = {i: results.run_dir(args["results_dir"], configs[i]) for i in todo}
+    last_look = 0.0
+    try:
+        while pending or waiting or deferred:
+            if not pending and deferred and not waiting:   # every other run is done: wait for the held ones now
+                waiting = {remote.remote(configs[i], False, **args): i for i in deferred}
+                deferred = []
+            refs = list(pending) + list(waiting)
+            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=POLL_S)
+            finished = 0
+            for ref in ready:
+                i = pending.pop(ref) if ref in pending else waiting.pop(ref)
+                try:
+                    status, value = ray.get(ref)
+                except Exception as err:   # the worker died (killed, out of memory) or Ray failed the task
+                    first = next((line for line in str(err).splitlines() if line.strip()), "")
+                    status, value = FAILED, f"{type(err).__name__}: {first.strip()[:400]}"
+                if status == HELD:
+                    deferred.append(i)
+                    continue
+                if status == DONE:
+                    out.summaries[i] = value
+                else:
+                    out.failures[i] = value
+                finished += 1
+            if progress and (ready or time.monotonic() - last_look > 2):
+                last_look = time.monotonic()
+                running = sum(1 for i in pending.values() if results.held_by(paths[i]))
+                bar.set_postfix(done=sum(s is not None for s in out.summaries) - reused, running=running,
+                                queued=len(pending) - running, waiting=len(deferred) + len(waiting),
+                                failed=len(out.failures), refresh=False)
+                bar.update(finished) if finished else bar.refresh()
+    except BaseException:   # Ctrl-C in the driver: stop the tasks (a run checkpoints after its round) and go
+        for ref in [*pending, *waiting]:
+            ray.cancel(ref)
+        raise
+    finally:
+        bar.close()
+
