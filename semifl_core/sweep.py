@@ -49,7 +49,7 @@ from .config import Config, ConfigError, check_device
 
 NEEDS_RAY = "sweep needs the [distributed] extra: pip install -e '.[distributed]'"
 DONE, HELD, FAILED = "done", "held", "failed"
-POLL_S = 0.5   # how often the driver looks at the tasks and the store while it waits
+POLL_S = 0.5   # the longest the driver waits for a result before it looks at the runs again
 
 
 class SweepError(RuntimeError):
@@ -261,7 +261,9 @@ def _drive(ray, remote, args: dict, configs, todo: list, out: SweepResult, progr
                 waiting = {remote.remote(configs[i], False, **args): i for i in deferred}
                 deferred = []
             refs = list(pending) + list(waiting)
-            ready, _ = ray.wait(refs, num_returns=len(refs), timeout=POLL_S)
+            ready, rest = ray.wait(refs, num_returns=1, timeout=POLL_S)   # back at the first result
+            if ready and rest:   # and every other result that is in as well
+                ready += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
             finished = 0
             for ref in ready:
                 i = pending.pop(ref) if ref in pending else waiting.pop(ref)
