@@ -164,8 +164,9 @@ def _connect(address, init):
     """The ray module, connected to a Ray instance (started or joined here if this process has none)."""
     ray = require_ray()
     if ray.is_initialized():
-        here = _current_address(ray)
-        if address not in (None, "auto") and not str(address).startswith("ray://") and here and here != address:
+        here = _current_address(ray)   # a host may be named in several ways; another port is another instance
+        if address not in (None, "auto") and not str(address).startswith("ray://") and here \
+                and here.rpartition(":")[2] != str(address).rpartition(":")[2]:
             raise ConfigError(f"address {address!r}: this process is connected to the Ray instance at {here}; "
                               "call ray.shutdown() first to sweep on another")
         return ray
