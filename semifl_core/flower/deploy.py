@@ -35,11 +35,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float = 60.0) -> None:
+def wait_for_port(port: int, proc: subprocess.Popen, what: str, log: Path, timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with status {proc.returncode} (its log: {proc.args[-1]})")
+            raise RuntimeError(f"{what} exited with status {proc.returncode} (its log: {log})")
         with socket.socket() as s:
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return
@@ -48,10 +48,8 @@ def wait_for_port(port: int, proc: subprocess.Popen, what: str, timeout: float =
 
 
 def _start(cmd: list[str], log: Path, env: dict) -> subprocess.Popen:
-    proc = subprocess.Popen(cmd + [], stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
-                            start_new_session=True)
-    proc.args = [*cmd, str(log)]   # for messages
-    return proc
+    with log.open("w") as out:   # the child keeps its own copy of the descriptor
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
 
 
 def deploy(supernodes: int, sets: list[str], work: Path, timeout: float = 900.0) -> dict:
@@ -76,7 +74,7 @@ def deploy(supernodes: int, sets: list[str], work: Path, timeout: float = 900.0)
         link = _start([str(bin_dir / "flower-superlink"), "--insecure", "--port", str(link_port), "--database",
                        str(work / "superlink.db")], work / "superlink.log", env)
         procs.append(link)
-        wait_for_port(link_port, link, "the SuperLink")
+        wait_for_port(link_port, link, "the SuperLink", work / "superlink.log")
         for i in range(supernodes):
             procs.append(_start([str(bin_dir / "flower-supernode"), "--insecure", "--superlink",
                                  f"127.0.0.1:{link_port}", "--port", str(free_port()), "--node-config",

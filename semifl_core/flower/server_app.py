@@ -24,6 +24,11 @@ from ..run import Experiment, finish, get_data, keep_round, pick_device
 from . import config_from_run_config, encode_config, flower_config
 
 
+def model_arrays(model: torch.nn.Module) -> ArrayRecord:
+    """The model's whole state (weights, sBN statistics) as Flower arrays."""
+    return ArrayRecord({k: v.cpu() for k, v in model.state_dict().items()})
+
+
 class SemiFLStrategy(Strategy):
     """SemiFL's round on Flower's Message API. Holds the run's Experiment (server data, test set, engines) and State
     (global model, global momentum, server momentum, metrics); `nodes` maps partition ids to node ids."""
@@ -37,7 +42,7 @@ class SemiFLStrategy(Strategy):
                         grid: Grid) -> Iterable[Message]:
         self.rnd = self.exp.start_round(server_round - 1)
         self.active = begin_round(self.exp, self.st, self.rnd)
-        model = ArrayRecord({k: v.cpu() for k, v in self.st.model.state_dict().items()})
+        model = model_arrays(self.st.model)
         spec = ConfigRecord({"r": self.rnd.r, "lr": self.rnd.lr, "config": self.config_text})
         self.sent = time.perf_counter()
         return [Message(RecordDict({"model": model, "round": spec}), dst_node_id=self.nodes[c], message_type="train",
@@ -76,7 +81,7 @@ class SemiFLStrategy(Strategy):
             if "test_acc" in row:
                 self.bar.set_postfix(acc=f"{row['test_acc']:.1f}", best=f"{st.best['acc']:.1f}")
         metrics = MetricRecord({k: v for k, v in row.items() if isinstance(v, (int, float)) and np.isfinite(v)})
-        return ArrayRecord({k: v.cpu() for k, v in st.model.state_dict().items()}), metrics
+        return model_arrays(st.model), metrics
 
     def configure_evaluate(self, server_round, arrays, config, grid) -> Iterable[Message]:
         return []   # SemiFL evaluates the global model at the server (aggregate_train)
@@ -133,9 +138,7 @@ def serve(grid: Grid, cfg, results_dir="results-flower", data_root=None, progres
                        leave=False)
         start = time.perf_counter()
         try:
-            SemiFLStrategy(exp, st, nodes, bar).start(grid, ArrayRecord({k: v.cpu() for k, v in
-                                                                         st.model.state_dict().items()}),
-                                                      num_rounds=cfg.rounds)
+            SemiFLStrategy(exp, st, nodes, bar).start(grid, model_arrays(st.model), num_rounds=cfg.rounds)
         finally:
             if bar is not None:
                 bar.close()

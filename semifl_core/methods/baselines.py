@@ -13,7 +13,8 @@ from __future__ import annotations
 from ..models import load_weights
 from ..rounds import Round, RoundRecord
 from ..tasks import make_tasks
-from .semifl import average, global_momentum_step, semifl_round, server_update, supervised_loss, train_clients
+from .semifl import (average, client_data, global_momentum_step, semifl_round, server_update, supervised_loss,
+                     train_clients)
 
 
 def supervised_round(exp, st, rnd: Round) -> RoundRecord:
@@ -33,7 +34,7 @@ def fedavg_fixmatch_round(exp, st, rnd: Round) -> RoundRecord:
 def fedavg_supervised_round(exp, st, rnd: Round) -> RoundRecord:
     cfg, data = exp.cfg, exp.data
     active = [int(c) for c in rnd.rng.choice(cfg.num_clients, cfg.num_active, replace=False)]
-    specs = [{"x": data.x_train[exp.client_idx[c]], "y": data.y_train[exp.client_idx[c]]} for c in active]
+    specs = [client_data(exp, c) for c in active]
     with rnd.timed("augment"):
         tasks = make_tasks(specs, cfg.client_batch, cfg.local_epochs, rnd.rng, rnd.g, flip=data.flip)
     rnd.record.clients_trained = len(active)

@@ -83,6 +83,12 @@ def fix_and_mix(confidence: np.ndarray, threshold: float, rng: np.random.Generat
     return (fix, fix) if len(fix) == 0 else (fix, rng.integers(0, len(confidence), size=len(fix)))
 
 
+def client_data(exp, c: int) -> dict:
+    """Client c's own images with their true labels (a supervised client trains on them; FixMatch's loss reads the
+    labels for its counts only)."""
+    return {"x": exp.data.x_train[exp.client_idx[c]], "y": exp.data.y_train[exp.client_idx[c]]}
+
+
 def label_clients(exp, model, rnd: Round, clients) -> list[dict]:
     """Eq. (2) for the given clients: one weak view of all their data, in one batch, labeled by the global model
     (eval mode, sBN statistics). Per client: x (its images), conf and pseudo (max probability, argmax), truth (its
@@ -162,7 +168,7 @@ def client_task(exp, model, crnd: Round, c: int):
         if spec is None:
             return None, counts
     else:
-        spec = {"x": data.x_train[exp.client_idx[c]], "y": data.y_train[exp.client_idx[c]]}
+        spec = client_data(exp, c)
     _, views = client_objective(cfg)
     task, = make_tasks([spec], cfg.client_batch, cfg.local_epochs, crnd.rng, crnd.g, flip=data.flip,
                        strong_variant=cfg.strong_aug, **views)
@@ -272,7 +278,7 @@ def client_tasks(exp, st, rnd: Round, active: list[int]) -> tuple[list, list]:
             specs, trained = pseudo_label(exp, st, rnd, active)
     else:
         trained = active
-        specs = [{"x": data.x_train[exp.client_idx[c]], "y": data.y_train[exp.client_idx[c]]} for c in trained]
+        specs = [client_data(exp, c) for c in trained]
     with rnd.timed("augment"):
         tasks = make_tasks(specs, cfg.client_batch, cfg.local_epochs, rnd.rng, rnd.g, flip=data.flip,
                            strong_variant=cfg.strong_aug, **client_objective(cfg)[1])
