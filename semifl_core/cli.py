@@ -250,18 +250,24 @@ def _sweep(args) -> int:
 
 
 def _runs(results_dir, clean: bool) -> int:
-    from pathlib import Path
-
-    from .results import list_runs, remove_incomplete
+    """`semifl runs [--clean]`: the runs and their state. Only directories the store made are runs (results.is_run);
+    everything else is named once and left alone. --clean says what it will remove, then removes exactly that."""
+    from .results import list_runs, not_runs, remove_incomplete, removable, store_root
+    where = store_root(results_dir).resolve()
+    for other in not_runs(results_dir):
+        print(f"not a run, left alone: {other.name}{'/' if other.is_dir() else ''}")
     if clean:
+        plan = removable(results_dir)
+        print(f"--clean: {len(plan)} incomplete or corrupt run(s) to remove" + (":" if plan else ""))
+        for path in plan:
+            print(f"  {path.name}")
         skipped = []
-        for name in remove_incomplete(results_dir, skipped=skipped):
+        for name in remove_incomplete(results_dir, skipped=skipped, only=plan):
             print(f"removed {name}")
         for what in skipped:
             print(f"skipped {what}")
     table = list_runs(results_dir)
     if table.empty:
-        where = Path(results_dir).resolve()
         print(f"no runs in {where}" + ("" if where.exists() else " (no such directory)"))
         return 0
     import pandas as pd

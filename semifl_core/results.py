@@ -22,6 +22,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -335,11 +336,46 @@ def held_by(path: Path) -> str:
 
 
 # ---------------------------------------------------------------------- the store as a whole
-def run_dirs(results_dir) -> list[Path]:
+def store_root(results_dir) -> Path:
+    """results_dir as a store that may be listed and cleaned: not '' (which would mean the current directory), not a
+    file, not the root of a git checkout (a store lives inside one, never is one)."""
+    if str(results_dir).strip() == "":
+        raise ResultsError("results_dir '': give a directory (e.g. results); '' would be the current directory")
     root = Path(results_dir)
     if root.exists() and not root.is_dir():
         raise ResultsError(f"results_dir {str(root)!r} is a file, not a directory; choose another --results-dir")
-    return sorted(p for p in root.glob("*") if p.is_dir()) if root.exists() else []
+    if (root / ".git" / "HEAD").is_file() or (root / ".git").is_file():   # a repository, or a worktree's gitdir
+        raise ResultsError(f"results_dir {str(root)!r} is the root of a git checkout, not a results store; give its "
+                           "results/ folder (or another store)")
+    return root
+
+
+def _run_name() -> re.Pattern:
+    """run_dir's naming: <algorithm>-<dataset>[-...]-seed<seed>-<12 hex digits>, with a known algorithm and dataset."""
+    from .config import DATASETS
+    from .methods import METHODS
+    alternatives = lambda names: "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))  # noqa: E731
+    return re.compile(rf"({alternatives(METHODS)})-({alternatives(DATASETS)})(-.+)?-seed\d+-[0-9a-f]{{12}}")
+
+
+def is_run(path: Path) -> bool:
+    """A directory the store made: run_dir's naming, and a config.json or the store's lock in it. Nothing else in a
+    results directory is ever listed or removed."""
+    path = Path(path)
+    return (path.is_dir() and not path.is_symlink() and bool(_run_name().fullmatch(path.name))
+            and ((path / "config.json").is_file() or (path / LOCK).is_file()))
+
+
+def run_dirs(results_dir) -> list[Path]:
+    """The runs in a results directory (is_run), sorted."""
+    root = store_root(results_dir)
+    return sorted(p for p in root.iterdir() if is_run(p)) if root.exists() else []
+
+
+def not_runs(results_dir) -> list[Path]:
+    """Everything else in a results directory (folders and files that the store did not make), sorted."""
+    root = store_root(results_dir)
+    return sorted(p for p in root.iterdir() if not is_run(p)) if root.exists() else []
 
 
 def list_runs(results_dir) -> pd.DataFrame:
@@ -357,11 +393,18 @@ def list_runs(results_dir) -> pd.DataFrame:
                                        "final_acc", "best_acc", "reason", "held_by"])
 
 
-def remove_incomplete(results_dir, include_corrupt: bool = True, skipped: list | None = None) -> list[str]:
-    """Remove incomplete (and corrupt) runs; never one that a process holds (appended to `skipped` instead)."""
+def removable(results_dir, include_corrupt: bool = True) -> list[Path]:
+    """The runs `remove_incomplete` would remove now: incomplete (and corrupt) ones."""
+    return [p for p in run_dirs(results_dir) if _removable(p, include_corrupt)]
+
+
+def remove_incomplete(results_dir, include_corrupt: bool = True, skipped: list | None = None,
+                      only: list | None = None) -> list[str]:
+    """Remove incomplete (and corrupt) runs, of `only` if given (a list from `removable`); never one that a process
+    holds (appended to `skipped` instead), never anything that is not a run (is_run)."""
     removed = []
     for path in run_dirs(results_dir):
-        if not _removable(path, include_corrupt):
+        if not _removable(path, include_corrupt) or (only is not None and path not in only):
             continue
         fd = os.open(path / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -371,7 +414,7 @@ def remove_incomplete(results_dir, include_corrupt: bool = True, skipped: list |
                 if skipped is not None:
                     skipped.append(f"{path.name} (in use by {_holder(fd)})")
                 continue
-            if _same_file(fd, path / LOCK) and _removable(path, include_corrupt):  # still, now that we hold it
+            if _same_file(fd, path / LOCK) and is_run(path) and _removable(path, include_corrupt):  # still, now held
                 shutil.rmtree(path)
                 removed.append(path.name)
         finally:

@@ -183,12 +183,16 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
     saved = None   # the round of the checkpoint on disk
     if ckpt.exists():
         try:
-            restore(st, torch.load(ckpt, map_location=device, weights_only=False))
+            ck = torch.load(ckpt, map_location=device, weights_only=False)
         except Exception as err:  # unpickling a damaged file can raise almost anything
             why = str(err).splitlines()[0][:200] if str(err) else ""
             raise results.ResultsError(
                 f"{ckpt}: corrupt checkpoint ({type(err).__name__}{': ' + why if why else ''}); delete {path} to "
                 f"start that run over, or run `semifl runs --clean --results-dir {path.parent}`") from None
+        if why := checkpoint_mismatch(ck, cfg):   # a checkpoint copied from another run resumes nothing
+            raise results.ResultsError(f"{ckpt}: corrupt checkpoint ({why}); delete {path} to start that run over, "
+                                       f"or run `semifl runs --clean --results-dir {path.parent}`")
+        restore(st, ck)
         saved = st.round
     else:
         results.atomic_write(path / "config.json", json.dumps(results.config_record(cfg), indent=1).encode())
@@ -206,7 +210,7 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
             if hasattr(bar, "set_postfix") and "test_acc" in m:
                 bar.set_postfix(acc=f"{m['test_acc']:.1f}", best=f"{st.best['acc']:.1f}")
             if st.round % checkpoint_every == 0 or stop:
-                save_checkpoint(ckpt, st)
+                save_checkpoint(ckpt, st, cfg.key())
                 saved = st.round
             if stop:
                 raise KeyboardInterrupt(f"stopped after round {st.round}; checkpoint saved, run again to resume")
@@ -263,12 +267,27 @@ def finish(exp: Experiment, st: State, path: Path, wall: float, **extra) -> dict
     return {**summary, "path": str(path), "reused": False}
 
 
-def save_checkpoint(path: Path, st: State) -> None:
+def save_checkpoint(path: Path, st: State, key: str) -> None:
+    """The run's state after round st.round, with the run key it belongs to (checked on resume)."""
     import pandas as pd
     results.save_torch(path, {
-        "model": st.model.state_dict(), "global_opt": st.global_opt.state_dict(), "server_state": st.server_state,
+        "key": key, "model": st.model.state_dict(), "global_opt": st.global_opt.state_dict(), "server_state": st.server_state,
         "client_states": st.client_states, "round": st.round, "metrics": st.metrics, "best": st.best})
     results.atomic_write(path.parent / "metrics.csv", pd.DataFrame(st.metrics).to_csv(index=False).encode())
+
+
+def checkpoint_mismatch(ck, cfg: Config) -> str:
+    """Why checkpoint ck cannot resume cfg's run ("" when it can): it must carry cfg's run key and a round inside
+    the run, with one metrics row per round done."""
+    if not isinstance(ck, dict) or "round" not in ck or "metrics" not in ck:
+        return "not a checkpoint of this package"
+    if ck.get("key") != cfg.key():
+        return (f"it belongs to run key {ck.get('key') or '(none: written by an older version)'}, this run's key is "
+                f"{cfg.key()}")
+    r = ck["round"]
+    if not isinstance(r, int) or not 0 < r <= cfg.rounds or len(ck["metrics"]) != r:
+        return f"its round {r!r} does not fit this run ({cfg.rounds} rounds, {len(ck['metrics'])} metric rows)"
+    return ""
 
 
 def restore(st: State, ck: dict) -> None:

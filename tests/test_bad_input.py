@@ -400,6 +400,7 @@ def test_clean_never_removes_a_held_run_and_the_lock_dies_with_its_process(tmp_p
     path = results.run_dir(tmp_path / "results", INCOMPLETE)
     stale = tmp_path / "results" / "semifl-synthetic-iid-ns100-seed9-000000000000"   # incomplete, held by no one
     stale.mkdir()
+    (stale / results.LOCK).write_text("999999\n")   # its process died before writing config.json
     try:
         assert results.inspect(path).state == "incomplete" and results.held_by(path) == f"process {first.pid}"
         assert cli_main(["runs", "--clean", "--results-dir", str(tmp_path / "results")]) == 0

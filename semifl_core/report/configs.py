@@ -226,3 +226,16 @@ def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
         for label, cfg in GRIDS[name](p, ds, n, rounds).items():
             out[label if len(pairs) == 1 else f"{label} | {ds} N_S={n}"] = cfg
     return out
+
+
+# The training-length curve (README, "Training length"): SemiFL and Partially Supervised at the small profile with
+# R rounds (the cosine schedule spans R; Partially Supervised gets the same server budget, R x server epochs).
+# R=30 is the small profile itself; R >= 100 is evaluated every 10 rounds (R=300 is the `long` profile exactly).
+HORIZONS = (30, 100, 300, 800)
+HORIZON_SEEDS = {30: (0, 1, 2), 100: (0, 1, 2), 300: (0, 1, 2), 800: (0,)}
+
+
+def horizon_configs(p, ds, n, r) -> dict:
+    """{'R=r | method': Config} for one horizon r."""
+    over = dict(rounds=r) if r == profile(p, ds).rounds else dict(rounds=r, eval_every=10)
+    return {f"R={r} | {label_of(m)}": make(p, ds, n, algorithm=m, **over) for m in (SEMIFL, PARTIALLY_SUPERVISED)}

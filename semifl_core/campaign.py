@@ -1,0 +1,146 @@
+"""Campaigns: the long, ordered queues of runs behind the notebooks, trained in the background by lanes.
+
+    nohup python -m semifl_core.campaign horizon grid > lane-a.log 2>&1 &
+    nohup python -m semifl_core.campaign horizon grid > lane-b.log 2>&1 &     # a second lane shares the queue
+
+A lane is one process with one torch thread (two such lanes are the best throughput of a 2-core machine,
+BENCHMARKS.md). It walks the named queues in order: a complete run is skipped, a run another lane (or any process)
+holds is skipped, any other run is claimed (results.try_hold, the lock `semifl run` takes) and trained, resuming
+from its checkpoint if it has one. Stopping: SIGTERM or Ctrl-C finishes the current round and checkpoints it (as
+`semifl run` does); `touch <results>/.stop-campaign` stops every lane after its current run. Starting the same
+command again resumes the campaign where it stopped. `python -m semifl_core.campaign --list horizon grid` prints
+each queue's runs and their state, with the CPU minutes still to train estimated from the committed runs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from . import results
+from .config import Config, ConfigError
+from .report import configs as C
+
+STOP_FILE = ".stop-campaign"
+
+
+def _grid(name: str, seeds=(0, 1, 2)) -> list[tuple[str, Config]]:
+    return [(f"{name}: {label} (seed {s})", cfg.replace(seed=s))
+            for label, cfg in C.grid_configs(name, "small").items() for s in seeds]
+
+
+def horizon() -> list[tuple[str, Config]]:
+    """The training-length curve (issue 25), most informative first: R=300 (the `long` profile) seed 0 with its
+    Partially Supervised seeds, then R=100, then R=300 seeds 1-2, then R=800."""
+    cfgs = {r: C.horizon_configs("small", "fashionmnist", 100, r) for r in (100, 300, 800)}
+    semifl, psl = (f"R={{}} | {C.label_of(m)}" for m in (C.SEMIFL, C.PARTIALLY_SUPERVISED))
+    order = [(300, semifl, 0), *((300, psl, s) for s in (0, 1, 2)), *((100, semifl, s) for s in (0, 1, 2)),
+             *((100, psl, s) for s in (0, 1, 2)), (300, semifl, 1), (300, semifl, 2), (800, semifl, 0), (800, psl, 0)]
+    return [(f"horizon: {name.format(r)} (seed {s})", cfgs[r][name.format(r)].replace(seed=s)) for r, name, s in order]
+
+
+def grid() -> list[tuple[str, Config]]:
+    """Every run of the small profile's notebooks, seeds 0-2 (issue 26), in the order the issue asks."""
+    out = []
+    for name in ("table1", "table2", "table3", "table5", "figure2", "diagnosis", "scale", "split"):
+        out += _grid(name)
+    return out
+
+
+QUEUES = {"horizon": horizon, "grid": grid}
+
+
+def queue(names) -> list[tuple[str, Config]]:
+    """The named queues, concatenated, each run once (the first label that names it)."""
+    seen, out = set(), []
+    for name in names:
+        if name not in QUEUES:
+            raise ConfigError(f"queue {name!r}: allowed are {', '.join(QUEUES)}")
+        for label, cfg in QUEUES[name]():
+            if (cfg.algorithm, cfg.key()) not in seen:
+                seen.add((cfg.algorithm, cfg.key()))
+                out.append((label, cfg))
+    return out
+
+
+def lane(jobs, results_dir="results", data_root=None, say=print) -> int:
+    """Train every job not complete and not held elsewhere, in order; returns how many this lane trained."""
+    import torch
+
+    from .run import run
+    torch.set_num_threads(1)
+    trained = 0
+    for label, cfg in jobs:
+        if (Path(results_dir) / STOP_FILE).exists():
+            say(f"{STOP_FILE} found: stopping")
+            break
+        path = results.run_dir(results_dir, cfg)
+        if results.open_run(results_dir, cfg).state == "complete":
+            continue
+        with results.try_hold(path) as mine:
+            if not mine:
+                continue
+            t0 = time.time()
+            say(f"{time.strftime('%H:%M:%S')} start {label} -> {path.name}")
+            out = run(cfg, results_dir, device="cpu", data_root=data_root, progress=False)
+            say(f"{time.strftime('%H:%M:%S')} done  {label}: final {out['final_acc']:.2f} "
+                f"({(time.time() - t0) / 60:.1f} min)")
+            trained += 1
+    return trained
+
+
+def _minutes_per_round() -> dict:
+    """(algorithm, num_supervised) -> median training minutes per round over the committed runs (the estimate)."""
+    import json
+
+    import numpy as np
+
+    from .report.runs import train_minutes
+    per = {}
+    for s in Path(C.__file__).resolve().parents[2].glob("results/*/summary.json"):
+        cfg = json.loads((s.parent / "config.json").read_text())["config"]
+        per.setdefault((cfg["algorithm"], cfg["num_supervised"]), []).append(train_minutes(s.parent) /
+                                                                            cfg["rounds"])
+    return {k: float(np.median(v)) for k, v in per.items()}
+
+
+def listing(jobs, results_dir="results") -> str:
+    per, lines, todo = _minutes_per_round(), [], 0.0
+    for label, cfg in jobs:
+        state = results.open_run(results_dir, cfg).state
+        if state != "complete":
+            rate = per.get((cfg.algorithm, cfg.num_supervised)) or per.get((cfg.algorithm, 100), float("nan"))
+            todo += rate * cfg.rounds
+        lines.append(f"{state:10s} {label}")
+    missing = sum(1 for ln in lines if not ln.startswith("complete"))
+    lines.append(f"{len(jobs)} runs, {missing} to train: about {todo / 60:.1f} CPU hours (median minutes per round "
+                 "of the committed runs of the same method; semi-supervised rounds grow with the label ratio)")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m semifl_core.campaign", description=__doc__.splitlines()[0])
+    p.add_argument("queues", nargs="+", metavar="QUEUE", help=f"one or more of {', '.join(QUEUES)}")
+    p.add_argument("--results-dir", default="results")
+    p.add_argument("--data-root", default=None)
+    p.add_argument("--list", action="store_true", help="print the runs and their state; train nothing")
+    args = p.parse_args(argv)
+    try:
+        jobs = queue(args.queues)
+        if args.list:
+            print(listing(jobs, args.results_dir))
+            return 0
+        n = lane(jobs, args.results_dir, args.data_root, say=lambda m: print(m, flush=True))
+    except (ConfigError, results.ResultsError) as err:
+        print(f"semifl: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as err:
+        print(f"semifl: interrupted{': ' + str(err) if str(err) else ''}", file=sys.stderr)
+        return 130
+    print(f"lane finished: {n} runs trained", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
