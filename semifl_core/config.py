@@ -23,6 +23,8 @@ labels_at              where the labels are: server (SemiFL), clients (FedDure: 
 labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition) =
                        (IID,IID), (IID,DIR), (DIR,DIR)
 feddure_variant        FedDure as its paper describes it ("paper") or as its code runs ("code")
+pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau,
+                       or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2)
 rng_streams            where a round's randomness comes from: one stream for the round
                        ("round") or one per client ("client"), which a client drawing
                        in its own process (the Flower app) can reproduce
@@ -39,6 +41,7 @@ import re
 from dataclasses import dataclass, field, fields
 
 from .methods import FEDAVG_FIXMATCH, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
+from .methods.pseudo_labels import RULES as PSEUDO_LABEL_RULES
 
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "svhn": 10, "fashionmnist": 10, "mnist": 10, "synthetic": 10}
@@ -80,6 +83,8 @@ class Config:
     mixup_alpha: float = 0.75            # a, lambda ~ Beta(a, a)
     mix_loss: bool = True
     global_pseudo_labels: bool = True
+    pseudo_label_rule: str = "fixed"     # which global pseudo-labels enter the fix set (methods/pseudo_labels.py):
+                                         # fixed (Eq. 3) | class-balanced | aligned | client-adaptive
     client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
     # server (labeled) training
     finetune: bool = True
@@ -186,6 +191,22 @@ class Config:
         if self.rng_streams == "client" and self.algorithm not in CLIENT_STREAM_METHODS:
             bad("rng_streams", f"'client' streams are drawn by {' and '.join(CLIENT_STREAM_METHODS)} only (the "
                                f"methods the Flower app runs); {self.algorithm} draws one stream per round")
+        if self.pseudo_label_rule not in PSEUDO_LABEL_RULES:
+            close = difflib.get_close_matches(str(self.pseudo_label_rule), PSEUDO_LABEL_RULES, n=1)
+            bad("pseudo_label_rule", f"allowed are {', '.join(PSEUDO_LABEL_RULES)}"
+                                     + (f" (did you mean {close[0]!r}?)" if close else ""))
+        if self.pseudo_label_rule != "fixed":
+            if self.algorithm != SEMIFL or not self.global_pseudo_labels:
+                bad("pseudo_label_rule", f"selects the global model's pseudo-labels, which only {SEMIFL} with "
+                                         f"global_pseudo_labels=true makes ({self.algorithm}"
+                                         f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} "
+                                         "has none); use 'fixed'")
+            if self.rng_streams != "round":
+                bad("pseudo_label_rule", "the rules other than 'fixed' read every active client's labels at once "
+                                         "(rng_streams='round'); the Flower app runs 'fixed'")
+            if not 0 < self.threshold <= 1:
+                bad("threshold", f"must be in (0, 1] with pseudo_label_rule={self.pseudo_label_rule!r} (tau is "
+                                 "its fixed threshold or its upper bound)")
         if self.labels_at not in self.method.placements:
             bad("labels_at", f"{self.algorithm} runs with labels at {' or '.join(self.method.placements)} only"
                              + (f": {self.method.why_not}" if self.method.why_not else ""))
@@ -282,7 +303,7 @@ EXECUTION_FIELDS = ("engine",)
 # switch never orphans the committed runs.
 LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": "keep", "split_seed": -1,
                 "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
-                "rng_streams": "round"}
+                "rng_streams": "round", "pseudo_label_rule": "fixed"}
 
 
 def run_key(config: dict) -> str:

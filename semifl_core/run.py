@@ -56,6 +56,7 @@ class State:
     round: int = 0                                       # rounds done
     metrics: list = field(default_factory=list)
     best: dict = field(default_factory=lambda: {"acc": -1.0, "round": None, "weights": None})
+    labeling: dict = field(default_factory=dict)        # the pseudo-label rule's state (methods/pseudo_labels.py)
     sbn_fresh: bool = False   # the model's sBN statistics belong to its current weights (not checkpointed)
 
 
@@ -272,7 +273,8 @@ def save_checkpoint(path: Path, st: State, key: str) -> None:
     import pandas as pd
     results.save_torch(path, {
         "key": key, "model": st.model.state_dict(), "global_opt": st.global_opt.state_dict(), "server_state": st.server_state,
-        "client_states": st.client_states, "round": st.round, "metrics": st.metrics, "best": st.best})
+        "client_states": st.client_states, "round": st.round, "metrics": st.metrics, "best": st.best,
+        "labeling": st.labeling})
     results.atomic_write(path.parent / "metrics.csv", pd.DataFrame(st.metrics).to_csv(index=False).encode())
 
 
@@ -295,6 +297,7 @@ def restore(st: State, ck: dict) -> None:
     st.global_opt.load_state_dict(ck["global_opt"])
     st.server_state, st.client_states = ck["server_state"], ck["client_states"]
     st.round, st.metrics, st.best = ck["round"], ck["metrics"], ck["best"]
+    st.labeling = ck.get("labeling", {})
 
 
 def _install_stop_handlers(stop: list):

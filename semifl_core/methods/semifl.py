@@ -20,6 +20,7 @@ from .. import augment
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
+from . import pseudo_labels
 
 
 # ---------------------------------------------------------------------- losses of one local step
@@ -76,9 +77,10 @@ def finetune(exp, st, rnd: Round) -> None:
 
 
 # ---------------------------------------------------------------------- ClientUpdate
-def fix_and_mix(confidence: np.ndarray, threshold: float, rng: np.random.Generator):
-    """Eq. (3): fix = the client's samples with max probability >= tau. Eq. (4): mix = |fix| draws WITH replacement
-    from all of the client's samples. Returns (fix, mix) indices; an empty fix set -> both empty."""
+def fix_and_mix(confidence: np.ndarray, threshold, rng: np.random.Generator):
+    """Eq. (3): fix = the client's samples with max probability >= tau (one tau, or one per sample: the selection
+    rules of pseudo_labels.py). Eq. (4): mix = |fix| draws WITH replacement from all of the client's samples.
+    Returns (fix, mix) indices; an empty fix set -> both empty."""
     fix = np.flatnonzero(confidence >= threshold)
     return (fix, fix) if len(fix) == 0 else (fix, rng.integers(0, len(confidence), size=len(fix)))
 
@@ -89,25 +91,28 @@ def client_data(exp, c: int) -> dict:
     return {"x": exp.data.x_train[exp.client_idx[c]], "y": exp.data.y_train[exp.client_idx[c]]}
 
 
-def label_clients(exp, model, rnd: Round, clients) -> list[dict]:
+def label_clients(exp, model, rnd: Round, clients, labeling: dict | None = None) -> list[dict]:
     """Eq. (2) for the given clients: one weak view of all their data, in one batch, labeled by the global model
-    (eval mode, sBN statistics). Per client: x (its images), conf and pseudo (max probability, argmax), truth (its
-    true labels, for the metrics only)."""
-    data = exp.data
+    (eval mode, sBN statistics), then selected by the config's pseudo_label_rule (methods/pseudo_labels.py; `fixed`
+    is Eq. 3's max p >= tau). Per client: x (its images), conf, pseudo and tau (confidence, pseudo-label, the
+    threshold it must reach), truth (its true labels, for the metrics only). `labeling`: the run's state of the rule
+    (the class-balanced rule's previous counts)."""
+    data, cfg = exp.data, exp.cfg
     xs = [data.x_train[exp.client_idx[c]] for c in clients]
-    probs = predict(model, augment.weak(torch.cat(xs), data.flip, rnd.g), exp.mean, exp.std)
-    conf, pseudo = (t.cpu().numpy() for t in probs.max(1))
+    probs = predict(model, augment.weak(torch.cat(xs), data.flip, rnd.g), exp.mean, exp.std).cpu().numpy()
     truth = torch.cat([data.y_train[exp.client_idx[c]] for c in clients]).cpu().numpy()
     starts = np.cumsum([0] + [len(x) for x in xs])
-    return [dict(x=x, conf=conf[a:b], pseudo=pseudo[a:b], truth=truth[a:b])
-            for x, a, b in zip(xs, starts[:-1], starts[1:])]
+    labeled_counts = np.bincount(data.y_train[exp.server_idx].cpu().numpy(), minlength=cfg.num_classes)
+    picked = pseudo_labels.select(cfg.pseudo_label_rule, [probs[a:b] for a, b in zip(starts[:-1], starts[1:])],
+                                  cfg.threshold, labeled_counts, labeling if labeling is not None else {})
+    return [dict(x=x, truth=truth[a:b], **p) for x, a, b, p in zip(xs, starts[:-1], starts[1:], picked)]
 
 
 def fix_mix_spec(exp, labeled: dict, rng: np.random.Generator):
     """Eq. (3), (4) for one labeled client (label_clients): its fix/mix training spec, or None for an empty fix set
     ("If D_fix is empty then stop": the client sends nothing); its label counts [samples, right, in fix, right in
     fix]; and its fix and mix indices."""
-    fix, mix = fix_and_mix(labeled["conf"], exp.cfg.threshold, rng)
+    fix, mix = fix_and_mix(labeled["conf"], labeled["tau"], rng)
     right = labeled["pseudo"] == labeled["truth"]
     counts = np.array([len(right), right.sum(), len(fix), right[fix].sum()], dtype=np.int64)
     if len(fix) == 0:
@@ -127,7 +132,9 @@ def pseudo_label(exp, st, rnd: Round, active) -> tuple[list, list]:
     """Eq. (2)-(4) for every active client from the round's one stream: fix/mix specs and ids of the clients whose
     fix set is not empty."""
     cfg, rec = exp.cfg, rnd.record
-    labeled = label_clients(exp, st.model, rnd, active)
+    labeled = label_clients(exp, st.model, rnd, active, st.labeling)
+    if cfg.pseudo_label_rule == pseudo_labels.CLASS_BALANCED:   # the counts the next round's thresholds read
+        st.labeling["counts"] = pseudo_labels.confident_counts(labeled, cfg.num_classes)
     specs, trained, counts, picked = [], [], np.zeros(4, dtype=np.int64), []
     for c, lab in zip(active, labeled):
         spec, n, fix, mix = fix_mix_spec(exp, lab, rnd.rng)

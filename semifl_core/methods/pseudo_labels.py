@@ -1,0 +1,78 @@
+"""Which global pseudo-labels a client trains on: the selection rule beside SemiFL's Eq. (3) (Config.pseudo_label_rule).
+
+Every rule reads the global model's class probabilities on a client's weakly augmented images (Eq. 2) and returns,
+per image, its pseudo-label, its confidence and the threshold it must reach to enter the fix set:
+
+  fixed            SemiFL, Eq. (3): argmax p, confident when max p >= tau (the paper's rule; the default).
+  class-balanced   CBAFed (Li et al., CVPR 2023), Sec. 3.2: tau_c = min(p_c + 0.84 - std(p), tau_up), p the class shares
+                   of the previous round's confident pseudo-labels (summed over the active clients, which send their
+                   class counts: C integers) plus the labeled set; std unbiased; tau_up = tau. Rare classes get a
+                   lower threshold. Its released code scales p by C / 10 (= 1 for ten classes; kept).
+  aligned          Distribution alignment (ReMixMatch, Berthelot et al., ICLR 2020): p~ = Normalize(p * prior / mean p),
+                   prior the labeled set's class shares, mean p the mean prediction of the global model on this
+                   round's active clients' images (each client sends its mean, C numbers; about 6,000 images a
+                   round at the small profile, ReMixMatch's 128 batches of 64); then argmax p~ >= tau.
+  client-adaptive  (FL)^2 (Lee et al., NeurIPS 2024), its client-specific adaptive threshold, FreeMatch's self-adaptive
+                   rule on one client: t = mean_i max p_i, l_c = mean_i p_ic, tau_c = t * l_c / max_c l_c (computed
+                   once a round from the global model, as its `make_pseudo_lb_dataset`); nothing is sent.
+
+The class-balanced rule carries the last round's counts in the run's state (checkpointed); the others are stateless.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+FIXED, CLASS_BALANCED, ALIGNED, CLIENT_ADAPTIVE = "fixed", "class-balanced", "aligned", "client-adaptive"
+RULES = (FIXED, CLASS_BALANCED, ALIGNED, CLIENT_ADAPTIVE)
+CBAFED_OFFSET = 0.84   # CBAFed's constant in tau_c = p_c + 0.84 - std(p)
+
+
+def class_balanced_thresholds(counts, tau_up: float) -> np.ndarray:
+    """CBAFed's thresholds from class counts: tau_c = min(p_c + 0.84 - std(p), tau_up), p = counts / sum * (C / 10)
+    (its code's scaling), std with ddof=1 (torch.std's default, which its code calls)."""
+    counts = np.asarray(counts, dtype=np.float64)
+    p = counts / counts.sum() * (len(counts) / 10)
+    return np.minimum(p + CBAFED_OFFSET - p.std(ddof=1), tau_up)
+
+
+def align(probs: np.ndarray, prior: np.ndarray, mean: np.ndarray) -> np.ndarray:
+    """Distribution alignment: each row of probs times prior / mean, renormalized to sum 1."""
+    out = probs * (np.asarray(prior) / np.asarray(mean))
+    return out / out.sum(1, keepdims=True)
+
+
+def client_adaptive_thresholds(probs: np.ndarray) -> np.ndarray:
+    """(FL)^2's thresholds for one client from the global model's probabilities on its images: t * l_c / max_c l_c,
+    t the mean max probability, l_c the mean probability of class c."""
+    level, per_class = probs.max(1).mean(), probs.mean(0)
+    return level * per_class / per_class.max()
+
+
+def select(rule: str, probs: list[np.ndarray], tau: float, labeled_counts: np.ndarray, state: dict) -> list[dict]:
+    """The rule applied to the active clients' probabilities (one array per client, rows = images), given the class
+    counts of the labeled set. Returns per client {"conf", "pseudo", "tau"} (tau: one threshold, or one per image,
+    that of its pseudo-label's class). class-balanced reads state["counts"], the previous round's confident counts
+    (absent in the first round), which the caller stores with `confident_counts`."""
+    labeled_counts = np.asarray(labeled_counts, dtype=np.float64)
+    if rule == ALIGNED:
+        mean = np.concatenate(probs).mean(0)
+        probs = [align(p, labeled_counts / labeled_counts.sum(), mean) for p in probs]
+    if rule == CLASS_BALANCED:
+        per_class = class_balanced_thresholds(labeled_counts + state.get("counts", 0), tau)
+    out = []
+    for p in probs:
+        pseudo = p.argmax(1)
+        if rule == CLASS_BALANCED:
+            tau_i = per_class[pseudo]
+        elif rule == CLIENT_ADAPTIVE:
+            tau_i = client_adaptive_thresholds(p)[pseudo]
+        else:
+            tau_i = tau
+        out.append({"conf": p.max(1), "pseudo": pseudo, "tau": tau_i})
+    return out
+
+
+def confident_counts(selected: list[dict], num_classes: int) -> np.ndarray:
+    """Class counts of the pseudo-labels that passed their thresholds, summed over clients (what a client sends)."""
+    return sum((np.bincount(s["pseudo"][s["conf"] >= s["tau"]], minlength=num_classes) for s in selected),
+               np.zeros(num_classes, dtype=np.int64))
