@@ -48,7 +48,13 @@ def grid() -> list[tuple[str, Config]]:
     return out
 
 
-QUEUES = {"horizon": horizon, "grid": grid}
+def few_labels() -> list[tuple[str, Config]]:
+    """SemiFL with each pseudo-label rule (issue 29), N_S=40 first (where the fixed rule collapses), then 100."""
+    return [(f"few labels: N_S={n} {label} (seed {s})", cfg.replace(seed=s)) for n in C.FEW_LABEL_NS
+            for label, cfg in C.few_label_configs("small", "fashionmnist", n).items() for s in (0, 1, 2)]
+
+
+QUEUES = {"horizon": horizon, "few_labels": few_labels, "grid": grid}
 
 
 def queue(names) -> list[tuple[str, Config]]:

@@ -144,14 +144,15 @@ def pseudo_label(exp, st, rnd: Round, active) -> tuple[list, list]:
             specs.append(spec)
             trained.append(int(c))
     record_labels(rec, counts)
-    if rnd.diagnose:   # the mix labels, and which classes the fix set teaches
+    if rnd.diagnose or cfg.pseudo_label_rule != pseudo_labels.FIXED:   # which classes the fix set teaches
         pseudo = np.concatenate([lab["pseudo"][fix] for lab, fix, _ in picked])
+        shares = np.bincount(pseudo, minlength=cfg.num_classes) / max(len(pseudo), 1)
+        rec.diagnostics.update({f"fix_share_c{k}": v for k, v in enumerate(shares)})
+    if rnd.diagnose:   # the mix labels
         mix_right = np.concatenate([(lab["pseudo"] == lab["truth"])[mix] for lab, _, mix in picked])
         mix_conf = np.concatenate([lab["conf"][mix] for lab, _, mix in picked])
-        shares = np.bincount(pseudo, minlength=cfg.num_classes) / max(len(pseudo), 1)
         rec.diagnostics.update(mix_acc=100 * mix_right.sum() / len(mix_right) if len(mix_right) else float("nan"),
-                               mix_confident=(mix_conf >= cfg.threshold).mean() if len(mix_conf) else float("nan"),
-                               **{f"fix_share_c{k}": v for k, v in enumerate(shares)})
+                               mix_confident=(mix_conf >= cfg.threshold).mean() if len(mix_conf) else float("nan"))
     return specs, trained
 
 

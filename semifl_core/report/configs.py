@@ -239,3 +239,16 @@ def horizon_configs(p, ds, n, r) -> dict:
     """{'R=r | method': Config} for one horizon r."""
     over = dict(rounds=r) if r == profile(p, ds).rounds else dict(rounds=r, eval_every=10)
     return {f"R={r} | {label_of(m)}": make(p, ds, n, algorithm=m, **over) for m in (SEMIFL, PARTIALLY_SUPERVISED)}
+
+
+# The few-label study (README, "Few labels"): SemiFL with each pseudo-label rule (methods/pseudo_labels.py) at N_S=40
+# and at the profile's N_S, IID; Partially Supervised beside them.
+FEW_LABEL_NS = (40, 100)
+
+
+def few_label_configs(p, ds, n, rounds=None) -> dict:
+    """{'rule | method': Config} at N_S=n: SemiFL with every selection rule, and Partially Supervised."""
+    from ..methods.pseudo_labels import RULES
+    out = {f"{rule} | {label_of(SEMIFL)}": make(p, ds, n, rounds, pseudo_label_rule=rule) for rule in RULES}
+    out[label_of(PARTIALLY_SUPERVISED)] = make(p, ds, n, rounds, algorithm=PARTIALLY_SUPERVISED)
+    return out
