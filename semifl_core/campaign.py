@@ -31,13 +31,24 @@ def _grid(name: str, seeds=(0, 1, 2)) -> list[tuple[str, Config]]:
 
 
 def horizon() -> list[tuple[str, Config]]:
-    """The training-length curve (issue 25), most informative first: R=300 (the `long` profile) seed 0 with its
-    Partially Supervised seeds, then R=100, then R=300 seeds 1-2, then R=800."""
-    cfgs = {r: C.horizon_configs("small", "fashionmnist", 100, r) for r in (100, 300, 800)}
-    semifl, psl = (f"R={{}} | {C.label_of(m)}" for m in (C.SEMIFL, C.PARTIALLY_SUPERVISED))
-    order = [(300, semifl, 0), *((300, psl, s) for s in (0, 1, 2)), *((100, semifl, s) for s in (0, 1, 2)),
-             *((100, psl, s) for s in (0, 1, 2)), (300, semifl, 1), (300, semifl, 2), (800, semifl, 0), (800, psl, 0)]
+    """The training-length curve and the ceiling (issue 25), most informative first: R=300 (the `long` profile) seed
+    0 with its Partially Supervised seeds, centralized FixMatch at R=30, R=100, R=300 seeds 1-2, FixMatch at R=300,
+    R=800."""
+    cfgs = {r: C.horizon_configs("small", "fashionmnist", 100, r) for r in (30, 100, 300, 800)}
+    semifl, psl, fm = (f"R={{}} | {C.label_of(m)}" for m in (C.SEMIFL, C.PARTIALLY_SUPERVISED, C.FIXMATCH))
+    three = lambda r, name: [(r, name, s) for s in (0, 1, 2)]  # noqa: E731
+    order = [(300, semifl, 0), *three(300, psl), *three(30, fm), *three(100, semifl), *three(100, psl),
+             (300, semifl, 1), (300, semifl, 2), *three(300, fm), (800, semifl, 0), (800, psl, 0)]
     return [(f"horizon: {name.format(r)} (seed {s})", cfgs[r][name.format(r)].replace(seed=s)) for r, name, s in order]
+
+
+def long_table1() -> list[tuple[str, Config]]:
+    """Table 1 at the `long` profile (issue 25), seeds 0-2: IID first, then Non-IID K=2, Dir(0.1), Dir(0.3)."""
+    cfgs = C.table1_configs("long", "fashionmnist", 100)
+    order = [label for part in ("iid", "non-iid-l-2", "dir-0.1", "dir-0.3") for label in cfgs
+             if label.endswith(f"| {part}")]
+    order = [label for label in cfgs if "|" not in label] + order
+    return [(f"long table1: {label} (seed {s})", cfgs[label].replace(seed=s)) for label in order for s in (0, 1, 2)]
 
 
 def grid() -> list[tuple[str, Config]]:
@@ -54,7 +65,7 @@ def few_labels() -> list[tuple[str, Config]]:
             for label, cfg in C.few_label_configs("small", "fashionmnist", n).items() for s in (0, 1, 2)]
 
 
-QUEUES = {"horizon": horizon, "few_labels": few_labels, "grid": grid}
+QUEUES = {"horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1}
 
 
 def queue(names) -> list[tuple[str, Config]]:
@@ -116,12 +127,14 @@ def listing(jobs, results_dir="results") -> str:
     for label, cfg in jobs:
         state = results.open_run(results_dir, cfg).state
         if state != "complete":
-            rate = per.get((cfg.algorithm, cfg.num_supervised)) or per.get((cfg.algorithm, 100), float("nan"))
+            same = [v for (alg, ns), v in per.items() if alg == cfg.algorithm]   # else SemiFL's rate, a lower bound
+            rate = per.get((cfg.algorithm, cfg.num_supervised)) or (same[0] if same else per[(C.SEMIFL, 100)])
             todo += rate * cfg.rounds
         lines.append(f"{state:10s} {label}")
     missing = sum(1 for ln in lines if not ln.startswith("complete"))
     lines.append(f"{len(jobs)} runs, {missing} to train: about {todo / 60:.1f} CPU hours (median minutes per round "
-                 "of the committed runs of the same method; semi-supervised rounds grow with the label ratio)")
+                 "of the committed runs of the same method, else SemiFL's; semi-supervised rounds grow with the label "
+                 "ratio, so long runs take longer)")
     return "\n".join(lines)
 
 

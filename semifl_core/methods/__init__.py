@@ -22,6 +22,7 @@ FEDDURE = "feddure"
 FEDAVG_LABELED = "fedavg-labeled"               # FedDure's FedAvg*: the clients' labeled parts only
 FEDAVG_FIXMATCH_CLIENTS = "fedavg-fixmatch-clients"
 FEDAVG_SL = "fedavg-sl"                         # FedDure's FedAvg-SL: every client sample labeled
+FIXMATCH = "fixmatch"                           # centralized FixMatch: the SSL ceiling (one model, data pooled)
 
 # Where the labels are (Config.labels_at): at the server (SemiFL's setting), a few per class at every client
 # (FedDure's), or at one client only (CBAFed's).
@@ -93,6 +94,11 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     # the SemiFL paper's "HeteroFL" row of Table 1: FedAvg with every client sample labeled
     Method(FEDAVG_SUPERVISED, "FedAvg supervised (HeteroFL)",
            "semifl_core.methods.baselines:fedavg_supervised_round", labels="clients"),
+    # one model on the labeled images and every client image pooled as unlabeled, with SemiFL's clients' step budget:
+    # the federation's fields only size its rounds (methods/fixmatch.py)
+    Method(FIXMATCH, "FixMatch (centralized)", "semifl_core.methods.fixmatch:fixmatch_round",
+           unused=("partition", "mixup_alpha", "mix_loss", "global_pseudo_labels", "client_momentum", "finetune",
+                   "global_momentum", "round_order", "server_epochs")),
     # FedDure (AAAI 2024) and the baselines of its Table 1, all with FedDure's local recipe (Adam, one epoch over
     # the labeled part, FedAvg weighted by data size): methods/feddure.py, methods/feddure_baselines.py
     Method(FEDDURE, "FedDure", "semifl_core.methods.feddure:feddure_round", unused=SEMIFL_ONLY_FIELDS,
