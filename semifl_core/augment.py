@@ -131,11 +131,12 @@ def solarize(x, m, g):
     return torch.where(x >= threshold, 255 - x, x)
 
 
-def _cutout(size_at_32, gray=127.0):
-    """PIL rectangle from (x0, y0) = max(0, centre - v/2) to min(size, x0 + v), both ends included."""
+def _cutout(size_at_32, gray=127.0, scaled=True):
+    """PIL rectangle from (x0, y0) = max(0, centre - v/2) to min(size, x0 + v), both ends included. v scales with the
+    image (size_at_32 x H / 32), or with scaled=False is size_at_32 pixels at any size (the authors' code)."""
     def op(x, m, g):
         n, c, h, w = x.shape
-        v = (m * size_at_32 * h / 32).floor()
+        v = (m * size_at_32 * (h / 32 if scaled else 1)).floor()
         cy, cx = _rand(n, g, x.device) * h, _rand(n, g, x.device) * w
         y0, x0 = (cy - v / 2).clamp(min=0).floor(), (cx - v / 2).clamp(min=0).floor()
         y1, x1 = torch.minimum(y0 + v, torch.tensor(float(h))), torch.minimum(x0 + v, torch.tensor(float(w)))
@@ -152,7 +153,8 @@ def _warp(x, matrix, mode):
 
     "nearest" is PIL's Image.transform(AFFINE, NEAREST) bit for bit: PIL rounds the matrix to 16.16 fixed point
     (offsets taken at the pixel centre) and reads input pixel floor(src) - float32 coordinates or grid_sample's
-    round-half-even would pick a neighbouring pixel now and then. "bilinear" uses grid_sample."""
+    round-half-even would pick a neighbouring pixel now and then. "bilinear" uses grid_sample with PIL's edges
+    (black where the source is outside, edge pixels as neighbours at the border): PIL's BILINEAR to one gray level."""
     n, c, h, w = x.shape
     if mode == "nearest":
         m = matrix.to(torch.float64)
@@ -174,8 +176,10 @@ def _warp(x, matrix, mode):
     p = torch.stack([xs, ys, torch.ones_like(xs)], -1).view(1, h * w, 3).to(x.dtype)
     src = p @ matrix.to(x.dtype).transpose(1, 2)                        # (n, h*w, 2) in pixels
     grid = torch.stack([2 * src[..., 0] / w - 1, 2 * src[..., 1] / h - 1], -1).view(n, h, w, 2)
-    out = F.grid_sample(x, grid, mode=mode, padding_mode="zeros", align_corners=False)
-    return out.round()
+    # as PIL: a pixel whose source lies outside the image is black; inside, neighbours past the edge are the edge's
+    inside = ((src[..., 0] >= 0) & (src[..., 0] < w) & (src[..., 1] >= 0) & (src[..., 1] < h)).view(n, 1, h, w)
+    out = F.grid_sample(x, grid, mode=mode, padding_mode="border", align_corners=False)
+    return torch.where(inside, out, torch.zeros_like(out)).round()
 
 
 def _affine(a, b, c, d, e, f):
@@ -193,13 +197,15 @@ def _rotate(max_deg):
     return op
 
 
-def _shear(axis, max_v):
+def _shear(axis, max_v, mode="nearest"):
+    """PIL's Image.transform resamples NEAREST by default; the authors' RandAugment passes BILINEAR (mode="bilinear":
+    equal to PIL's to one gray level, not bit for bit)."""
     def op(x, m, g):
         n = x.shape[0]
         s = m.double() * max_v * _sign(n, g, x.device)
         one, zero = torch.ones_like(s), torch.zeros_like(s)
         mat = _affine(one, s, zero, zero, one, zero) if axis == "x" else _affine(one, zero, zero, s, one, zero)
-        return _warp(x, mat, "nearest")  # PIL's Image.transform resamples NEAREST by default
+        return _warp(x, mat, mode)
     return op
 
 
@@ -251,11 +257,22 @@ FIXMATCH_POOL = [
 ]
 
 
-def strong(x: torch.Tensor, flip: bool, g: torch.Generator, variant: str = "semifl", n_ops: int = 2) -> torch.Tensor:
-    """Weak ops, then RandAugment with per-sample ops and parameters."""
+def semifl_pool(shear: str = "nearest", cutout: str = "scaled") -> list:
+    """SEMIFL_POOL with the authors' two details as options: shear resampling (nearest | bilinear) and the
+    CutoutConst square (scaled with the image | fixed at 40 px)."""
+    if (shear, cutout) == ("nearest", "scaled"):
+        return SEMIFL_POOL
+    ops = {"ShearX": _shear("x", 0.3, shear), "ShearY": _shear("y", 0.3, shear),
+           "CutoutConst": _cutout(40, scaled=cutout == "scaled")}
+    return [(name, ops.get(name, op)) for name, op in SEMIFL_POOL]
+
+
+def strong(x: torch.Tensor, flip: bool, g: torch.Generator, variant: str = "semifl", n_ops: int = 2,
+           shear: str = "nearest", cutout: str = "scaled") -> torch.Tensor:
+    """Weak ops, then RandAugment with per-sample ops and parameters (`shear`, `cutout`: semifl_pool's options)."""
     out = weak(x, flip, g).float()
     n, dev = out.shape[0], out.device
-    pool = SEMIFL_POOL if variant == "semifl" else FIXMATCH_POOL
+    pool = semifl_pool(shear, cutout) if variant == "semifl" else FIXMATCH_POOL
     for _ in range(n_ops):
         choice = torch.randint(len(pool), (n,), generator=g, device=dev)
         if variant == "semifl":

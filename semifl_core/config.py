@@ -103,6 +103,11 @@ class Config:
     round_order: str = "code"            # code: fine-tune at the end of a round (authors') | paper: Algorithm 1
     # augmentation
     strong_aug: str = "semifl"           # semifl: the authors' RandAugment variant | fixmatch
+    # three details where the authors' code runs otherwise than ours (README, "Notes on fidelity"); ours are the
+    # defaults: Eq. (4)'s mix set is a set drawn once a round, and the paper names neither image detail
+    mix_draws: str = "set"               # set: |fix| draws a round, reused every epoch | per-read: a fresh draw per read
+    shear_resample: str = "nearest"      # ShearX/Y resampling: nearest (PIL's default) | bilinear (the authors')
+    cutout_size: str = "scaled"          # CutoutConst's 40 px: scaled with the image (35 px at 28x28) | fixed
     # measurement
     eval_every: int = 1
     diagnostics: bool = False            # also evaluate each client model, the average, the aggregate (run.py)
@@ -164,7 +169,9 @@ class Config:
                               ("norm", NORMS), ("engine", ENGINES), ("strong_aug", STRONG_AUGS),
                               ("sbn_source", ("all", "server")), ("client_momentum", ("keep", "reset")),
                               ("server_momentum", ("keep", "reset")),
-                              ("round_order", ("code", "paper")), ("rng_streams", ("round", "client"))):
+                              ("round_order", ("code", "paper")), ("rng_streams", ("round", "client")),
+                              ("mix_draws", ("set", "per-read")), ("shear_resample", ("nearest", "bilinear")),
+                              ("cutout_size", ("scaled", "fixed"))):
             if getattr(self, name) not in choices:
                 close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -303,7 +310,8 @@ EXECUTION_FIELDS = ("engine",)
 # switch never orphans the committed runs.
 LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": "keep", "split_seed": -1,
                 "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
-                "rng_streams": "round", "pseudo_label_rule": "fixed"}
+                "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
+                "cutout_size": "scaled"}
 
 
 def run_key(config: dict) -> str:

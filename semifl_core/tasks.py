@@ -49,18 +49,23 @@ def _pad(batches: list[np.ndarray], batch: int) -> tuple[np.ndarray, np.ndarray]
 
 def make_tasks(specs: list[dict], batch: int, epochs: float, rng: np.random.Generator, g: torch.Generator, *,
                flip: bool, view: str = "weak", strong_variant: str = "semifl", weak_too: bool = False,
-               mix_alpha: float | None = None) -> list[Task]:
+               mix_alpha: float | None = None, strong_options: dict | None = None) -> list[Task]:
     """One Task per spec {"x": uint8 images, "y": labels} (+ "x_mix", "y_mix" with mix_alpha).
 
     Views of each step: "x" (the `view` augmentation, weak or strong) and "y"; with weak_too also "x_weak" (a weak
     view of the same images); with mix_alpha also "x_mix" / "y_mix" (a weak view of a batch of the mix data, its own
-    E epochs) and "lam" (one lambda ~ Beta(a, a) per step)."""
+    E epochs; a spec with "mix_per_read" draws every mix sample afresh from all of x_mix instead, with replacement, as
+    the authors' loader does) and "lam" (one lambda ~ Beta(a, a) per step). strong_options: augment.strong's shear
+    and cutout."""
     plans = []
     for spec in specs:
         idx, size = _pad(epoch_batches(len(spec["x"]), batch, epochs, rng), batch)
         plan = {"idx": idx, "size": size}
         if mix_alpha is not None:
-            plan["mix_idx"], _ = _pad(epoch_batches(len(spec["x_mix"]), batch, epochs, rng), batch)
+            if spec.get("mix_per_read"):   # a fresh random client image at every read
+                plan["mix_idx"] = rng.integers(0, len(spec["x_mix"]), size=idx.shape)
+            else:
+                plan["mix_idx"], _ = _pad(epoch_batches(len(spec["x_mix"]), batch, epochs, rng), batch)
             plan["lam"] = rng.beta(mix_alpha, mix_alpha, size=len(size))
         plans.append(plan)
     if not specs:
@@ -79,7 +84,8 @@ def make_tasks(specs: list[dict], batch: int, epochs: float, rng: np.random.Gene
         return out
 
     x = gather("x", "idx")
-    views = {"x": split(augment.weak(x, flip, g) if view == "weak" else augment.strong(x, flip, g, strong_variant)),
+    strong = lambda t: augment.strong(t, flip, g, strong_variant, **(strong_options or {}))  # noqa: E731
+    views = {"x": split(augment.weak(x, flip, g) if view == "weak" else strong(x)),
              "y": split(gather("y", "idx"))}
     if weak_too or mix_alpha is not None:
         views["x_weak"] = split(augment.weak(x, flip, g))

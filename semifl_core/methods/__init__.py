@@ -32,11 +32,13 @@ PLACEMENTS = (SERVER, CLIENTS, ONE_CLIENT)
 # Config fields a centralized method never reads: left out of its run key, so one run serves every partition.
 FEDERATION_FIELDS = ("partition", "num_clients", "active_rate", "local_epochs", "client_batch", "threshold",
                      "mixup_alpha", "mix_loss", "global_pseudo_labels", "client_momentum", "finetune",
-                     "global_momentum", "sbn_source", "round_order", "strong_aug")
+                     "global_momentum", "sbn_source", "round_order", "strong_aug", "mix_draws", "shear_resample",
+                     "cutout_size")
 # SemiFL's fields that FedDure's family of methods never reads.
 SEMIFL_ONLY_FIELDS = ("num_supervised", "mixup_alpha", "mix_loss", "global_pseudo_labels", "client_momentum",
                       "finetune", "server_momentum", "server_batch", "server_epochs", "momentum", "nesterov",
-                      "clip_norm", "global_momentum", "sbn_source", "round_order")
+                      "clip_norm", "global_momentum", "sbn_source", "round_order", "mix_draws", "shear_resample",
+                      "cutout_size")
 # FedDure's setting (its Section "Experiments"): K=100 clients, 5 a round, 200 rounds, Adam lr 5e-4, batch 10,
 # one local epoch, ResNet-9 with BN. `small`: the CPU variant sized in README.md ("FedDure's small variant").
 FEDDURE_PROFILES = {
@@ -98,7 +100,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     # the federation's fields only size its rounds (methods/fixmatch.py)
     Method(FIXMATCH, "FixMatch (centralized)", "semifl_core.methods.fixmatch:fixmatch_round",
            unused=("partition", "mixup_alpha", "mix_loss", "global_pseudo_labels", "client_momentum", "finetune",
-                   "global_momentum", "round_order", "server_epochs")),
+                   "global_momentum", "round_order", "server_epochs", "mix_draws")),
     # FedDure (AAAI 2024) and the baselines of its Table 1, all with FedDure's local recipe (Adam, one epoch over
     # the labeled part, FedAvg weighted by data size): methods/feddure.py, methods/feddure_baselines.py
     Method(FEDDURE, "FedDure", "semifl_core.methods.feddure:feddure_round", unused=SEMIFL_ONLY_FIELDS,

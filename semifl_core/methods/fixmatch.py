@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from ..models import load_weights
 from ..rounds import Round, RoundRecord
 from ..tasks import Task, make_tasks
-from .semifl import fixmatch_loss, record_fixmatch
+from .semifl import fixmatch_loss, record_fixmatch, strong_options
 
 
 def steps_per_round(cfg, num_unlabeled: int) -> int:
@@ -48,7 +48,8 @@ def round_task(exp, rnd: Round) -> Task:
     spec_l = {"x": data.x_train[exp.server_idx], "y": data.y_train[exp.server_idx]}
     epochs = lambda n, b: steps / math.ceil(n / b)  # noqa: E731  (exactly `steps` batches of n samples)
     unlabeled, = make_tasks([spec_u], cfg.client_batch, epochs(len(pooled), cfg.client_batch), rnd.rng, rnd.g,
-                            flip=data.flip, view="strong", strong_variant=cfg.strong_aug, weak_too=True)
+                            flip=data.flip, view="strong", strong_variant=cfg.strong_aug, weak_too=True,
+                            **strong_options(cfg))
     labeled, = make_tasks([spec_l], cfg.server_batch, epochs(len(exp.server_idx), cfg.server_batch), rnd.rng, rnd.g,
                           flip=data.flip)
     n = min(unlabeled.views["x"].shape[1], labeled.views["x"].shape[1])   # a step's views share one batch size

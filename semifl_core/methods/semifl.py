@@ -118,6 +118,8 @@ def fix_mix_spec(exp, labeled: dict, rng: np.random.Generator):
     if len(fix) == 0:
         return None, counts, fix, mix
     x, y_hat = labeled["x"], torch.as_tensor(labeled["pseudo"], device=exp.device)
+    if exp.cfg.mix_draws == "per-read":   # the authors' loader: every read of a mix sample draws a fresh one
+        return {"x": x[fix], "y": y_hat[fix], "x_mix": x, "y_mix": y_hat, "mix_per_read": True}, counts, fix, mix
     return {"x": x[fix], "y": y_hat[fix], "x_mix": x[mix], "y_mix": y_hat[mix]}, counts, fix, mix
 
 
@@ -159,9 +161,15 @@ def pseudo_label(exp, st, rnd: Round, active) -> tuple[list, list]:
 def client_objective(cfg):
     """The clients' loss and the views their tasks need: L_fix + L_mix (Eq. 5, 6) on fix/mix specs, or with
     global_pseudo_labels=False FixMatch's per-batch loss on the client's own data."""
+    options = strong_options(cfg)
     if cfg.global_pseudo_labels:
-        return client_loss, dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None)
-    return fixmatch_loss(cfg.threshold), dict(view="strong", weak_too=True)
+        return client_loss, dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None, **options)
+    return fixmatch_loss(cfg.threshold), dict(view="strong", weak_too=True, **options)
+
+
+def strong_options(cfg) -> dict:
+    """The strong augmentation's two details where the authors' code differs from ours (augment.semifl_pool)."""
+    return {"strong_options": {"shear": cfg.shear_resample, "cutout": cfg.cutout_size}}
 
 
 def client_task(exp, model, crnd: Round, c: int):
