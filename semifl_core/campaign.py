@@ -60,9 +60,12 @@ def grid() -> list[tuple[str, Config]]:
 
 
 def few_labels() -> list[tuple[str, Config]]:
-    """SemiFL with each pseudo-label rule (issue 29), N_S=40 first (where the fixed rule collapses), then 100."""
-    return [(f"few labels: N_S={n} {label} (seed {s})", cfg.replace(seed=s)) for n in C.FEW_LABEL_NS
-            for label, cfg in C.few_label_configs("small", "fashionmnist", n).items() for s in (0, 1, 2)]
+    """SemiFL with each pseudo-label rule (issue 29), N_S=40 first (where the fixed rule collapses), then 100; then
+    the authors' three details at N_S=40."""
+    out = [(f"few labels: N_S={n} {label} (seed {s})", cfg.replace(seed=s)) for n in C.FEW_LABEL_NS
+           for label, cfg in C.few_label_configs("small", "fashionmnist", n).items() for s in (0, 1, 2)]
+    return out + [(f"authors' details: N_S=40 {label} (seed {s})", cfg.replace(seed=s))
+                  for label, cfg in C.authors_details_configs("small", "fashionmnist", 40).items() for s in (0, 1, 2)]
 
 
 QUEUES = {"horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1}

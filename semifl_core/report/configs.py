@@ -264,3 +264,15 @@ def few_label_configs(p, ds, n, rounds=None) -> dict:
     out = {f"{rule} | {label_of(SEMIFL)}": make(p, ds, n, rounds, pseudo_label_rule=rule) for rule in RULES}
     out[label_of(PARTIALLY_SUPERVISED)] = make(p, ds, n, rounds, algorithm=PARTIALLY_SUPERVISED)
     return out
+
+
+# The three details where the authors' code differs from ours (config fields mix_draws, shear_resample, cutout_size),
+# each alone at N_S=40 (where ours ran away harder on one split): the authors' behaviour, against the profile.
+AUTHORS_DETAILS = {"mix set drawn at every read": dict(mix_draws="per-read"),
+                   "bilinear shear": dict(shear_resample="bilinear"),
+                   "Cutout 40 px": dict(cutout_size="fixed")}
+
+
+def authors_details_configs(p, ds, n, rounds=None) -> dict:
+    """{'authors' detail | SemiFL': Config}: SemiFL with one of the authors' details (AUTHORS_DETAILS)."""
+    return {f"{name} | {label_of(SEMIFL)}": make(p, ds, n, rounds, **over) for name, over in AUTHORS_DETAILS.items()}
