@@ -258,12 +258,17 @@ def horizon_configs(p, ds, n, r) -> dict:
 FEW_LABEL_NS = (40, 100)
 
 
+FIXED_INSTRUMENTED = "fixed (instrumented)"   # the fixed rule's runs with diagnostics=True: its fix-set class shares
+
+
 def few_label_configs(p, ds, n, rounds=None) -> dict:
-    """{'rule | method': Config} at N_S=n: SemiFL with every selection rule, and Partially Supervised."""
-    from ..methods.pseudo_labels import RULES
+    """{'rule | SemiFL': Config} at N_S=n: SemiFL with every selection rule; the fixed rule's instrumented runs (the
+    diagnosis notebook's, which train exactly as the plain ones and record the fix set's classes); Partially and Fully
+    Supervised."""
+    from ..methods.pseudo_labels import FIXED, RULES
     out = {f"{rule} | {label_of(SEMIFL)}": make(p, ds, n, rounds, pseudo_label_rule=rule) for rule in RULES}
-    out[label_of(PARTIALLY_SUPERVISED)] = make(p, ds, n, rounds, algorithm=PARTIALLY_SUPERVISED)
-    return out
+    out[f"{FIXED_INSTRUMENTED} | {label_of(SEMIFL)}"] = out[f"{FIXED} | {label_of(SEMIFL)}"].replace(diagnostics=True)
+    return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
 # The three details where the authors' code differs from ours (config fields mix_draws, shear_resample, cutout_size),

@@ -129,3 +129,24 @@ def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
         v = augment.strong(many, data.flip, g, variant).flatten(1)
         blank[variant] = 100 * (v.amax(1) == v.amin(1)).float().mean().item()
     return fig, blank
+
+
+FEW_LABEL_METRICS = {"largest_share": "largest class's share of the fix set", "label_ratio": "Label Ratio",
+                     "threshold_acc": "Threshold Accuracy (%)"}
+
+
+def few_label_curves(df) -> pd.DataFrame:
+    """Long per-round pseudo-label measures of every rule's SemiFL runs (the fixed rule from its instrumented runs):
+    the largest class's share of the fix set, the label ratio (fix-set size / client images) and the fix set's
+    pseudo-label accuracy; columns round, rule, seed, N_S, metric, value."""
+    from ..methods.pseudo_labels import FIXED
+    from .configs import FIXED_INSTRUMENTED
+    runs = df[~df.method.isin(BASELINES) & (df.method != FIXED)]
+    c = curves(runs)
+    shares = [k for k in c.columns if k.startswith("fix_share_c")]
+    c["largest_share"] = c[shares].max(axis=1).where(c[shares].sum(axis=1) > 0) if shares else np.nan   # empty: NaN
+    c["rule"] = c.method.replace({FIXED_INSTRUMENTED: FIXED})
+    long = c.melt(id_vars=["round", "rule", "seed", "num_supervised"], value_vars=list(FEW_LABEL_METRICS),
+                  var_name="metric", value_name="value")
+    long["metric"] = long.metric.map(FEW_LABEL_METRICS)
+    return long.rename(columns={"num_supervised": "N_S"}).dropna(subset=["value"])

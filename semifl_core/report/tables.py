@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 
 from ..config import profile
-from ..methods import FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
+from ..methods import FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from . import paper
 from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, PARTITIONS
-from .rule import verdict
+from .rule import above, verdict
 from .runs import curves, train_minutes
 
 # Table 1's row for fedavg-supervised: the paper calls it HeteroFL (supervised FL with fully labeled clients).
@@ -66,8 +66,11 @@ def table1(df, ds, n) -> pd.DataFrame:
     pds, pn = paper.paper_column_for(ds, n)
     rows = [{"group": "Baseline", "method": label_of(m), "paper": paper.table1(m, None, pds, pn),
              "ours": accuracy(df, ds, n, label_of(m))[1]} for m in BASELINE_METHODS]
-    rows += [{"group": "SSL (centralized; paper only, not run)", "method": m, "paper": paper.table1(m, None, pds, pn),
-              "ours": "not run"} for m in paper.TABLE1_SSL]
+    for m in paper.TABLE1_SSL:   # FixMatch is run (methods/fixmatch.py, the same budget as SemiFL's clients)
+        ran = m == "FixMatch"
+        rows.append({"group": "SSL (centralized)", "method": label_of(FIXMATCH) if ran else f"{m} (paper only, not run)",
+                     "paper": paper.table1(m, None, pds, pn),
+                     "ours": accuracy(df, ds, n, label_of(FIXMATCH))[1] if ran else "not run"})
     for part in PARTITIONS:
         g = paper.PARTITION_NAMES[part]
         rows.append({"group": g, "method": HETEROFL_ROW, "paper": paper.table1(FEDAVG_SUPERVISED, part, pds, pn),
@@ -413,3 +416,43 @@ def feddure_table(df, metric="final_acc") -> pd.DataFrame:
             row[f"{name} FedDure paper"] = theirs or "-"
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def few_label_table(df) -> pd.DataFrame:
+    """Per N_S and pseudo-label rule (df: run_pairs over few_label_configs, 'method' = the rule): SemiFL's final and
+    best accuracy, SemiFL - Partially Supervised and the gap closed (final round, seed by seed), and the verdicts
+    (RULE) against Partially Supervised and against the paper's fixed rule."""
+    from ..methods.pseudo_labels import FIXED, RULES
+    rows = []
+    for n, at in df.groupby("num_supervised"):
+        by = lambda m, metric="final_acc": at[at.method == m].set_index("seed")[metric]   # noqa: E731
+        psl, fsl = by(label_of(PARTIALLY_SUPERVISED)), by(label_of(FULLY_SUPERVISED))
+        for rule in RULES:
+            v = by(rule)
+            both = pd.concat([v, psl, fsl], axis=1, join="inner").to_numpy(float).T
+            rows.append({"N_S": n, "pseudo-label rule": rule, "SemiFL, final": mean_std(v),
+                         "SemiFL, best": mean_std(by(rule, "best_acc")),
+                         "SemiFL - Partially": mean_std(both[0] - both[1]),
+                         "gap closed (%)": mean_std(100 * gap_closed(*both)),
+                         "beats Partially Supervised": above(v.to_numpy(float), psl.to_numpy(float)),
+                         "beats the fixed rule": "-" if rule == FIXED else above(v.to_numpy(float),
+                                                                                 by(FIXED).to_numpy(float))})
+        rows.append({"N_S": n, "pseudo-label rule": f"({label_of(PARTIALLY_SUPERVISED)})",
+                     "SemiFL, final": mean_std(psl), "SemiFL, best": mean_std(by(label_of(PARTIALLY_SUPERVISED),
+                                                                                    "best_acc"))})
+    return pd.DataFrame(rows).fillna("").set_index(["N_S", "pseudo-label rule"])
+
+
+def authors_details_table(df, base) -> pd.DataFrame:
+    """Each of the authors' details (df: run_all over authors_details_configs, label 'detail | SemiFL') against the
+    profile's SemiFL at the same N_S (base: its run_all rows): final and best accuracy, the difference and RULE's
+    verdict."""
+    rows, ours = [], base.sort_values("seed").final_acc.to_numpy(float)
+    for label, g in df.groupby("label", sort=False):
+        v = g.sort_values("seed").final_acc.to_numpy(float)
+        rows.append({"the authors' detail": label.split(" | ")[0], "SemiFL, final": mean_std(v),
+                     "SemiFL, best": mean_std(g.best_acc), "ours (profile), final": mean_std(ours),
+                     "difference of means": f"{v.mean() - ours.mean():+.1f}" if len(v) and len(ours) else "not run",
+                     "verdict": verdict(v, ours)})
+    return pd.DataFrame(rows, columns=["the authors' detail", "SemiFL, final", "SemiFL, best", "ours (profile), final",
+                                       "difference of means", "verdict"]).set_index("the authors' detail")
