@@ -40,7 +40,7 @@ import math
 import re
 from dataclasses import dataclass, field, fields
 
-from .methods import FEDAVG_FIXMATCH, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
+from .methods import FEDAVG_FIXMATCH, FL2, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
 from .methods.pseudo_labels import RULES as PSEUDO_LABEL_RULES
 
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
@@ -108,6 +108,9 @@ class Config:
     mix_draws: str = "set"               # set: |fix| draws a round, reused every epoch | per-read: a fresh draw per read
     shear_resample: str = "nearest"      # ShearX/Y resampling: nearest (PIL's default) | bilinear (the authors')
     cutout_size: str = "scaled"          # CutoutConst's 40 px: scaled with the image (35 px at 28x28) | fixed
+    # (FL)^2 (methods/fl2.py)
+    sam_rho: float = 0.1                 # rho of its sharpness-aware consistency (Eq. 12; its Table 4: 0.1)
+    fl2_variant: str = "paper"           # paper: SAM's perturbation (Eq. 12) | code: ASAM, as its released code runs
     # measurement
     eval_every: int = 1
     diagnostics: bool = False            # also evaluate each client model, the average, the aggregate (run.py)
@@ -171,7 +174,7 @@ class Config:
                               ("server_momentum", ("keep", "reset")),
                               ("round_order", ("code", "paper")), ("rng_streams", ("round", "client")),
                               ("mix_draws", ("set", "per-read")), ("shear_resample", ("nearest", "bilinear")),
-                              ("cutout_size", ("scaled", "fixed"))):
+                              ("cutout_size", ("scaled", "fixed")), ("fl2_variant", ("paper", "code"))):
             if getattr(self, name) not in choices:
                 close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -203,9 +206,9 @@ class Config:
             bad("pseudo_label_rule", f"allowed are {', '.join(PSEUDO_LABEL_RULES)}"
                                      + (f" (did you mean {close[0]!r}?)" if close else ""))
         if self.pseudo_label_rule != "fixed":
-            if self.algorithm != SEMIFL or not self.global_pseudo_labels:
-                bad("pseudo_label_rule", f"selects the global model's pseudo-labels, which only {SEMIFL} with "
-                                         f"global_pseudo_labels=true makes ({self.algorithm}"
+            if self.algorithm not in (SEMIFL, FL2) or not self.global_pseudo_labels:
+                bad("pseudo_label_rule", f"selects the global model's pseudo-labels, which only {SEMIFL} (and {FL2}) "
+                                         f"with global_pseudo_labels=true makes ({self.algorithm}"
                                          f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} "
                                          "has none); use 'fixed'")
             if self.rng_streams != "round":
@@ -269,6 +272,8 @@ class Config:
                              f"{(n_train - self.num_supervised) // 10} here (num_clients={self.num_clients})")
         if not 0 <= self.threshold <= 1:
             bad("threshold", "must be in [0, 1]")
+        if not self.sam_rho > 0:
+            bad("sam_rho", "must be > 0 (the radius of (FL)^2's weight perturbation)")
         for name in ("local_epochs", "server_epochs", "mixup_alpha"):
             if not getattr(self, name) > 0:
                 bad(name, "must be > 0")
@@ -311,7 +316,7 @@ EXECUTION_FIELDS = ("engine",)
 LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": "keep", "split_seed": -1,
                 "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
-                "cutout_size": "scaled"}
+                "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper"}
 
 
 def run_key(config: dict) -> str:

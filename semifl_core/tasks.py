@@ -50,7 +50,8 @@ def _pad(batches: list[np.ndarray], batch: int) -> tuple[np.ndarray, np.ndarray]
 def make_tasks(specs: list[dict], batch: int, epochs: float, rng: np.random.Generator, g: torch.Generator, *,
                flip: bool, view: str = "weak", strong_variant: str = "semifl", weak_too: bool = False,
                mix_alpha: float | None = None, strong_options: dict | None = None) -> list[Task]:
-    """One Task per spec {"x": uint8 images, "y": labels} (+ "x_mix", "y_mix" with mix_alpha).
+    """One Task per spec {"x": uint8 images, "y": labels, other per-sample values} (+ "x_mix", "y_mix" with
+    mix_alpha).
 
     Views of each step: "x" (the `view` augmentation, weak or strong) and "y"; with weak_too also "x_weak" (a weak
     view of the same images); with mix_alpha also "x_mix" / "y_mix" (a weak view of a batch of the mix data, its own
@@ -85,8 +86,10 @@ def make_tasks(specs: list[dict], batch: int, epochs: float, rng: np.random.Gene
 
     x = gather("x", "idx")
     strong = lambda t: augment.strong(t, flip, g, strong_variant, **(strong_options or {}))  # noqa: E731
-    views = {"x": split(augment.weak(x, flip, g) if view == "weak" else strong(x)),
-             "y": split(gather("y", "idx"))}
+    views = {"x": split(augment.weak(x, flip, g) if view == "weak" else strong(x))}
+    for key in specs[0]:   # y, and any other per-sample value a method gives its steps (e.g. a mask)
+        if key not in ("x", "x_mix", "y_mix", "mix_per_read"):
+            views[key] = split(gather(key, "idx"))
     if weak_too or mix_alpha is not None:
         views["x_weak"] = split(augment.weak(x, flip, g))
     if mix_alpha is not None:

@@ -23,6 +23,7 @@ FEDAVG_LABELED = "fedavg-labeled"               # FedDure's FedAvg*: the clients
 FEDAVG_FIXMATCH_CLIENTS = "fedavg-fixmatch-clients"
 FEDAVG_SL = "fedavg-sl"                         # FedDure's FedAvg-SL: every client sample labeled
 FIXMATCH = "fixmatch"                           # centralized FixMatch: the SSL ceiling (one model, data pooled)
+FL2 = "fl2"                                     # (FL)^2 (NeurIPS 2024): SemiFL's setting, few-label client training
 
 # Where the labels are (Config.labels_at): at the server (SemiFL's setting), a few per class at every client
 # (FedDure's), or at one client only (CBAFed's).
@@ -96,6 +97,12 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     # the SemiFL paper's "HeteroFL" row of Table 1: FedAvg with every client sample labeled
     Method(FEDAVG_SUPERVISED, "FedAvg supervised (HeteroFL)",
            "semifl_core.methods.baselines:fedavg_supervised_round", labels="clients"),
+    # SemiFL's round with (FL)^2's client training: client-adaptive pseudo-labels (its CAT), sharpness-aware
+    # consistency (needs the sequential engine: a second gradient at perturbed weights), weighted averaging; no mixup;
+    # its Table 4's client batch of 32 (methods/fl2.py)
+    Method(FL2, "(FL)²", "semifl_core.methods.fl2:fl2_round",
+           fixed=dict(pseudo_label_rule="client-adaptive", mix_loss=False, engine="sequential"),
+           profiles={"paper": dict(client_batch=32), "small": dict(client_batch=32)}),
     # one model on the labeled images and every client image pooled as unlabeled, with SemiFL's clients' step budget:
     # the federation's fields only size its rounds (methods/fixmatch.py)
     Method(FIXMATCH, "FixMatch (centralized)", "semifl_core.methods.fixmatch:fixmatch_round",

@@ -220,10 +220,14 @@ def train_clients(exp, st, rnd: Round, tasks, clients: list[int], loss_fn):
 
 
 # ---------------------------------------------------------------------- aggregation
-def average(stacked: dict, server: dict | None = None) -> dict:
-    """Model Averaging: W = M_t^-1 sum_m W_u,m, equal weights (not by data size). With `server` (finetune=False, Table 2) the
-    server gets weight 1/2 and each of n clients 1/(2n)."""
-    mean = {k: v.mean(0) for k, v in stacked.items()}
+def average(stacked: dict, server: dict | None = None, weights: torch.Tensor | None = None) -> dict:
+    """Model Averaging: W = M_t^-1 sum_m W_u,m, equal weights (not by data size), or sum_m weights_m W_u,m (weights
+    summing to 1: (FL)^2's learning-status-aware aggregation). With `server` (finetune=False, Table 2) the server
+    gets weight 1/2 and each of n clients 1/(2n)."""
+    if weights is None:
+        mean = {k: v.mean(0) for k, v in stacked.items()}
+    else:
+        mean = {k: torch.tensordot(weights.to(v.dtype), v, dims=1) for k, v in stacked.items()}
     if server is None or not stacked:
         return mean if server is None else dict(server)
     return {k: 0.5 * server[k] + 0.5 * mean[k] for k in mean}
@@ -259,9 +263,10 @@ def begin_round(exp, st, rnd: Round) -> list[int]:
     return [int(c) for c in active]
 
 
-def end_round(exp, st, rnd: Round, stacked: dict) -> None:
-    """The round after ClientUpdate, given the client models stacked in S_t's order: (finetune=False: the server
-    trains beside them), Model Averaging + global momentum, ServerUpdate (round_order=paper: after the last round)."""
+def end_round(exp, st, rnd: Round, stacked: dict, weights: torch.Tensor | None = None) -> None:
+    """The round after ClientUpdate, given the client models stacked in S_t's order (and their averaging weights, if
+    not equal): (finetune=False: the server trains beside them), Model Averaging + global momentum, ServerUpdate
+    (round_order=paper: after the last round)."""
     cfg, rec, diag = exp.cfg, rnd.record, rnd.record.diagnostics
     server_weights = None
     if not cfg.finetune:   # "parallel": the server trains from the same global model beside the clients
@@ -269,7 +274,7 @@ def end_round(exp, st, rnd: Round, stacked: dict) -> None:
             server_weights, rec.server_loss = server_update(exp, st, rnd)
     with rnd.timed("aggregate"):
         if stacked or server_weights is not None:
-            averaged = average(stacked, server_weights)
+            averaged = average(stacked, server_weights, weights)
             if rnd.diagnose:
                 diag["acc_average"] = exp.diagnostic_accuracy(st.model, averaged)
             global_momentum_step(st.model, st.global_opt, averaged)

@@ -282,14 +282,16 @@ def few_label_claims(df) -> pd.DataFrame:
     """The few-label study's claims: per N_S, the paper's rule and each other rule against Partially Supervised,
     and each other rule against the paper's (final round, RULE)."""
     from ..methods.pseudo_labels import FIXED, RULES
+    from .configs import few_label_rows
     items = []
     for n, at in df.groupby("num_supervised"):
         v = lambda m: at[at.method == m].sort_values("seed").final_acc.to_numpy(float)   # noqa: E731
         psl = v(label_of(PARTIALLY_SUPERVISED))
-        for rule in RULES:
-            items.append((f"[N_S={n}] SemiFL with the {rule} rule beats Partially Supervised", above(v(rule), psl),
+        for rule in few_label_rows():
+            name = f"SemiFL with the {rule} rule" if rule in RULES else rule
+            items.append((f"[N_S={n}] {name} beats Partially Supervised", above(v(rule), psl),
                           f"{mean_std(v(rule))} vs {mean_std(psl)}"))
             if rule != FIXED:
-                items.append((f"[N_S={n}] the {rule} rule beats the paper's fixed tau", above(v(rule), v(FIXED)),
-                              f"{mean_std(v(rule))} vs {mean_std(v(FIXED))}"))
+                items.append((f"[N_S={n}] {name if rule not in RULES else f'the {rule} rule'} beats SemiFL's fixed "
+                              "tau", above(v(rule), v(FIXED)), f"{mean_std(v(rule))} vs {mean_std(v(FIXED))}"))
     return claims(items)

@@ -6,7 +6,7 @@ import pandas as pd
 
 from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
-                       FIXMATCH, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
+                       FIXMATCH, FL2, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
 from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS
 from .runs import make, run_all
 
@@ -263,12 +263,19 @@ FIXED_INSTRUMENTED = "fixed (instrumented)"   # the fixed rule's runs with diagn
 
 def few_label_configs(p, ds, n, rounds=None) -> dict:
     """{'rule | SemiFL': Config} at N_S=n: SemiFL with every selection rule; the fixed rule's instrumented runs (the
-    diagnosis notebook's, which train exactly as the plain ones and record the fix set's classes); Partially and Fully
-    Supervised."""
+    diagnosis notebook's, which train exactly as the plain ones and record the fix set's classes); (FL)^2; Partially
+    and Fully Supervised."""
     from ..methods.pseudo_labels import FIXED, RULES
     out = {f"{rule} | {label_of(SEMIFL)}": make(p, ds, n, rounds, pseudo_label_rule=rule) for rule in RULES}
     out[f"{FIXED_INSTRUMENTED} | {label_of(SEMIFL)}"] = out[f"{FIXED} | {label_of(SEMIFL)}"].replace(diagnostics=True)
+    out[label_of(FL2)] = make(p, ds, n, rounds, algorithm=FL2)
     return {**out, **baseline_configs(p, ds, n, rounds)}
+
+
+def few_label_rows() -> list[str]:
+    """The rows of the few-label study: SemiFL's selection rules, then (FL)^2."""
+    from ..methods.pseudo_labels import RULES
+    return [*RULES, label_of(FL2)]
 
 
 # The three details where the authors' code differs from ours (config fields mix_draws, shear_resample, cutout_size),

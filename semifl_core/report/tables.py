@@ -419,15 +419,16 @@ def feddure_table(df, metric="final_acc") -> pd.DataFrame:
 
 
 def few_label_table(df) -> pd.DataFrame:
-    """Per N_S and pseudo-label rule (df: run_pairs over few_label_configs, 'method' = the rule): SemiFL's final and
-    best accuracy, SemiFL - Partially Supervised and the gap closed (final round, seed by seed), and the verdicts
+    """Per N_S and pseudo-label rule, and (FL)^2 (df: run_pairs over few_label_configs, 'method' = the rule): the
+    final and best accuracy, SemiFL - Partially Supervised and the gap closed (final round, seed by seed), and the verdicts
     (RULE) against Partially Supervised and against the paper's fixed rule."""
-    from ..methods.pseudo_labels import FIXED, RULES
+    from ..methods.pseudo_labels import FIXED
+    from .configs import few_label_rows
     rows = []
     for n, at in df.groupby("num_supervised"):
         by = lambda m, metric="final_acc": at[at.method == m].set_index("seed")[metric]   # noqa: E731
         psl, fsl = by(label_of(PARTIALLY_SUPERVISED)), by(label_of(FULLY_SUPERVISED))
-        for rule in RULES:
+        for rule in few_label_rows():
             v = by(rule)
             both = pd.concat([v, psl, fsl], axis=1, join="inner").to_numpy(float).T
             rows.append({"N_S": n, "pseudo-label rule": rule, "SemiFL, final": mean_std(v),
