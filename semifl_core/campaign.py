@@ -52,11 +52,12 @@ def long_table1() -> list[tuple[str, Config]]:
 
 
 def grid() -> list[tuple[str, Config]]:
-    """Every run of the small profile's notebooks, seeds 0-2 (issue 26), in the order the issue asks."""
+    """Every run of the small profile's notebooks, seeds 0-2 (issue 26), in the order the issue asks; then FedDure's
+    200-round cells."""
     out = []
     for name in ("table1", "table2", "table3", "table5", "figure2", "diagnosis", "scale", "split"):
         out += _grid(name)
-    return out
+    return out + feddure_200()
 
 
 def few_labels() -> list[tuple[str, Config]]:
@@ -68,7 +69,17 @@ def few_labels() -> list[tuple[str, Config]]:
                   for label, cfg in C.authors_details_configs("small", "fashionmnist", 40).items() for s in (0, 1, 2)]
 
 
-QUEUES = {"horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1}
+def feddure_200() -> list[tuple[str, Config]]:
+    """FedDure (paper variant) and FedAvg* under (DIR, DIR) at FedDure's own 200 rounds, seeds 0-2 (issue 26)."""
+    rows, settings = C.FEDDURE_EXTRA
+    cfgs = C.feddure_configs("small", "fashionmnist", rounds=200, rows=rows,
+                             settings=[s for s in C.FEDDURE_SETTINGS if s == settings])
+    return [(f"feddure 200 rounds: {label} (seed {s})", cfg.replace(seed=s)) for label, cfg in cfgs.items()
+            for s in (0, 1, 2)]
+
+
+QUEUES = {"horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
+          "feddure_200": feddure_200}
 
 
 def queue(names) -> list[tuple[str, Config]]:

@@ -393,6 +393,9 @@ def check_parameters(profile_name="small", seed=None, seeds=None, dataset=None, 
         raise ConfigError(f"seeds={seeds!r}: must be None or a list of integers, e.g. [0, 1, 2] "
                           "(papermill: -y 'seeds: [0, 1]', or -p seed 3 for one)")
     if rounds is not None:
+        if profile_name == "long" and rounds != LONG["rounds"]:
+            raise ConfigError(f"rounds={rounds!r} contradicts profile='long' (its {LONG['rounds']} rounds are what "
+                              f"makes it long): leave rounds unset, or use profile='small' with rounds={rounds!r}")
         overrides["rounds"] = rounds
     datasets = [dataset] if dataset is None or isinstance(dataset, str) else list(dataset)
     given = ([] if seed is None else [seed]) + ([] if seeds is None else list(seeds))

@@ -147,3 +147,20 @@ def test_key_changes_with_results_but_not_with_engine():
         assert base.replace(**changes).key() != base.key(), changes
     assert base.replace(engine="sequential").key() == base.key()
     assert base.replace(engine="vectorized").key() == base.key()
+
+
+def test_the_long_profile_and_its_notebook_parameters():
+    """`long` is `small` with 10x the rounds, evaluated every 10 rounds; a notebook's rounds parameter may not
+    contradict it, and bad profiles and rounds are one line each."""
+    from semifl_core.config import ConfigError, check_parameters, profile
+    small, long = profile("small"), profile("long")
+    assert (long.rounds, long.eval_every) == (300, 10)
+    assert long.replace(rounds=small.rounds, eval_every=1) == small
+    assert profile("long", algorithm="fully-supervised") == profile("small", algorithm="fully-supervised")
+    for kwargs, says in ((dict(profile_name="nope"), "profile='nope': allowed are paper, small, long, smoke"),
+                         (dict(profile_name="long", rounds=30), "rounds=30 contradicts profile='long'"),
+                         (dict(profile_name="small", rounds=0), "rounds=0: must be an integer >= 1"),
+                         (dict(profile_name="small", rounds=2.5), "rounds=2.5: must be an integer >= 1")):
+        with pytest.raises(ConfigError) as err:
+            check_parameters(**kwargs)
+        assert str(err.value).startswith(says) and "\n" not in str(err.value)

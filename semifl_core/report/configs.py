@@ -7,7 +7,7 @@ import pandas as pd
 from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
                        FIXMATCH, FL2, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
-from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS
+from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS  # noqa: F401
 from .runs import make, run_all
 
 
@@ -288,3 +288,21 @@ AUTHORS_DETAILS = {"mix set drawn at every read": dict(mix_draws="per-read"),
 def authors_details_configs(p, ds, n, rounds=None) -> dict:
     """{'authors' detail | SemiFL': Config}: SemiFL with one of the authors' details (AUTHORS_DETAILS)."""
     return {f"{name} | {label_of(SEMIFL)}": make(p, ds, n, rounds, **over) for name, over in AUTHORS_DETAILS.items()}
+
+
+def horizon_runs(p, ds, n, seeds=None, results_dir=None, device="auto") -> pd.DataFrame:
+    """Every horizon's runs (HORIZONS at the small profile, else the profile's R and twice it; seeds HORIZON_SEEDS[r],
+    or `seeds` for every r), with an 'R' column and the
+    'method' (SemiFL, Partially Supervised, FixMatch (centralized)); Fully Supervised (its own length) as well."""
+    base = profile(p, ds).rounds
+    horizons = HORIZONS if p == "small" else (base, 2 * base)   # another profile: its R and twice it
+    parts = []
+    for r in horizons:
+        d = run_all(horizon_configs(p, ds, n, r), seeds if seeds is not None else HORIZON_SEEDS.get(r, (0, 1, 2)),
+                    results_dir, device)
+        parts.append(d.assign(R=r))
+    fsl = run_all({label_of(FULLY_SUPERVISED): make(p, ds, n, algorithm=FULLY_SUPERVISED)},
+                  seeds if seeds is not None else (0, 1, 2), results_dir, device)
+    df = pd.concat([*parts, fsl.assign(R=0)], ignore_index=True)
+    df["method"] = df.label.str.split(" | ", regex=False).str[-1]
+    return df

@@ -150,3 +150,34 @@ def few_label_curves(df) -> pd.DataFrame:
                   var_name="metric", value_name="value")
     long["metric"] = long.metric.map(FEW_LABEL_METRICS)
     return long.rename(columns={"num_supervised": "N_S"}).dropna(subset=["value"])
+
+
+def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
+    """Left: the gap SemiFL closes (final round, and the mean over the last 10 % of rounds) against R on a log axis,
+    every seed a point, with the paper's IID CIFAR-10 (N_S=250) fraction as a reference line. Right: SemiFL's label
+    ratio and threshold accuracy per round, one line per R (x = round / R). None when there is nothing to draw."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+
+    from ..methods import SEMIFL
+    from .configs import label_of
+    if points.empty:
+        return None
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    for (measure, shift), marker in zip((("gap closed, final", 0.96), ("gap closed, last 10 %", 1.04)), "os"):
+        axes[0].scatter(points.R * shift, 100 * points[measure], marker=marker, alpha=0.8, label=measure)
+    axes[0].set_xscale("log")
+    axes[0].set_xticks(sorted(points.R.unique()), [str(r) for r in sorted(points.R.unique())])
+    axes[0].xaxis.set_minor_formatter(plt.NullFormatter())
+    ref = paper_gap_points().query("partition == @IID and num_supervised == 250 and dataset == 'CIFAR-10'")
+    axes[0].axhline(100 * ref.closed.iloc[0], ls="--", c="gray", label="paper: CIFAR-10, N_S=250, IID")
+    axes[0].axhline(0, c="black", lw=0.8)
+    axes[0].set(xlabel="rounds R (log)", ylabel="gap closed (%)", title="Partially -> Fully Supervised gap closed")
+    axes[0].legend(fontsize=8)
+    c = curves(df[df.method == label_of(SEMIFL)], keep=("R", "seed"))
+    c["progress"] = c["round"] / c["R"]
+    for ax, y, name in ((axes[1], "label_ratio", "Label Ratio"), (axes[2], "threshold_acc", "Threshold Accuracy")):
+        sns.lineplot(data=c.dropna(subset=[y]), x="progress", y=y, hue="R", palette="viridis", errorbar="sd", ax=ax)
+        ax.set(xlabel="round / R", ylabel=name, title=f"SemiFL's {name.lower()} per round")
+    fig.tight_layout()
+    return fig

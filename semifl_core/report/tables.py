@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 
 from ..config import profile
-from ..methods import FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
+from ..methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED,
+                       SEMIFL)
 from . import paper
 from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
@@ -457,3 +458,50 @@ def authors_details_table(df, base) -> pd.DataFrame:
                      "verdict": verdict(v, ours)})
     return pd.DataFrame(rows, columns=["the authors' detail", "SemiFL, final", "SemiFL, best", "ours (profile), final",
                                        "difference of means", "verdict"]).set_index("the authors' detail")
+
+
+def last_tenth(path, rounds: int) -> float:
+    """Mean test accuracy over the evaluated rounds in the last 10 % of a run (rounds >= 0.9 R)."""
+    from ..results import load_metrics
+    m = load_metrics(path).dropna(subset=["test_acc"])
+    return float(m[m["round"] >= 0.9 * rounds].test_acc.mean())
+
+
+def horizon_points(df) -> pd.DataFrame:
+    """One row per (R, seed) with SemiFL, Partially Supervised and Fully Supervised of that seed: final accuracy,
+    the mean over the last 10 % of rounds, and the gap closed by each (df: configs.horizon_runs)."""
+    fsl = df[df.method == label_of(FULLY_SUPERVISED)].set_index("seed").final_acc
+    rows = []
+    for (r, s), g in df[df.R > 0].groupby(["R", "seed"]):
+        by = {m: g[g.method == label_of(m)] for m in (SEMIFL, PARTIALLY_SUPERVISED)}
+        if any(len(v) == 0 for v in by.values()) or s not in fsl.index:
+            continue
+        semi, psl = (by[m].iloc[0] for m in (SEMIFL, PARTIALLY_SUPERVISED))
+        late = {m: last_tenth(by[m].iloc[0].path, r) for m in by}
+        rows.append({"R": r, "seed": s, "SemiFL, final": semi.final_acc, "Partially, final": psl.final_acc,
+                     "SemiFL, last 10 %": late[SEMIFL], "Partially, last 10 %": late[PARTIALLY_SUPERVISED],
+                     "Fully": fsl[s],
+                     "gap closed, final": gap_closed(semi.final_acc, psl.final_acc, fsl[s]),
+                     "gap closed, last 10 %": gap_closed(late[SEMIFL], late[PARTIALLY_SUPERVISED], fsl[s])})
+    return pd.DataFrame(rows, columns=["R", "seed", "SemiFL, final", "Partially, final", "SemiFL, last 10 %",
+                                       "Partially, last 10 %", "Fully", "gap closed, final", "gap closed, last 10 %"])
+
+
+def horizon_table(df) -> pd.DataFrame:
+    """Per R: SemiFL, Partially Supervised and centralized FixMatch (final round), SemiFL - Partially, the gap closed
+    (final and last 10 %, %), and RULE's verdict on 'SemiFL above Partially Supervised' and on 'FixMatch above
+    Partially Supervised'."""
+    pts = horizon_points(df)
+    rows = []
+    for r in sorted(df[df.R > 0].R.unique()):
+        p = pts[pts.R == r]
+        v = lambda m: df[(df.R == r) & (df.method == label_of(m))].sort_values("seed").final_acc.to_numpy(float)  # noqa: E731
+        semi, psl, fm = v(SEMIFL), v(PARTIALLY_SUPERVISED), v(FIXMATCH)
+        rows.append({"R": r, "SemiFL": mean_std(semi), "Partially Supervised": mean_std(psl),
+                     "FixMatch (centralized)": mean_std(fm) if len(fm) else "-",
+                     "SemiFL - Partially": mean_std(p["SemiFL, final"] - p["Partially, final"]),
+                     "gap closed (%), final": mean_std(100 * p["gap closed, final"]),
+                     "gap closed (%), last 10 %": mean_std(100 * p["gap closed, last 10 %"]),
+                     "SemiFL above Partially": above(semi, psl),
+                     "FixMatch above Partially": above(fm, psl) if len(fm) else "-"})
+    return pd.DataFrame(rows).set_index("R")
