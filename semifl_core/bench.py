@@ -122,3 +122,38 @@ def bench(cfg, rounds: int = 2, device="auto", data_root=None, synthetic_shape: 
     print(f"projected {cfg.rounds}-round run with the vectorized engine: {vec.wall_s * cfg.rounds / 60:.1f} min "
           f"(from rounds {warmup + 1}-{warmup + rounds}; later rounds have more confident pseudo-labels and cost more)")
     return df
+
+
+def inference_bench(cfg, data: Dataset, batch_sizes=(64, 250, 1000), repeats: int = 3, device="cpu") -> pd.DataFrame:
+    """Test-set images per second of the global model's evaluation (eval mode, sBN statistics of the server's data),
+    unfolded and with static BN folded into the convs (models.folded), per batch size; best of `repeats`. Also the
+    largest difference of the two's probabilities and whether their argmax agrees on every image."""
+    from .models import folded, predict
+    dev = pick_device(device)
+    exp = Experiment(cfg, data, dev)
+    st = exp.new_state()
+    exp.refresh_sbn(st.model)
+    x, rows = data.x_test, []
+    for bs in batch_sizes:
+        for name, model in (("unfolded", st.model), ("folded", folded(st.model))):
+            best = min(_timed(lambda: predict(model, x, exp.mean, exp.std, bs)) for _ in range(repeats))
+            rows.append({"batch": bs, "model": name, "images/s": len(x) / best})
+    plain, fast = predict(st.model, x, exp.mean, exp.std), predict(folded(st.model), x, exp.mean, exp.std, 64)
+    print(f"largest |p_folded - p|: {(plain - fast).abs().max().item():.1e}; argmax equal on "
+          f"{100 * (plain.argmax(1) == fast.argmax(1)).float().mean().item():.2f} % of {len(x)} test images")
+    return pd.DataFrame(rows).pivot(index="batch", columns="model", values="images/s").round(0)
+
+
+def _timed(f) -> float:
+    t = time.perf_counter()
+    f()
+    return time.perf_counter() - t
+
+
+if __name__ == "__main__":   # python -m semifl_core.bench inference: the BENCHMARKS.md "Inference" table
+    import sys
+    from .config import profile
+    from .run import get_data
+    torch.set_num_threads(int(os.environ.get("SEMIFL_THREADS", "1")))
+    if sys.argv[1:] == ["inference"]:
+        print(inference_bench(profile("small"), get_data("fashionmnist", None, torch.device("cpu"))).to_string())

@@ -21,9 +21,15 @@ from . import __version__, results, sbn
 from .config import Config, ConfigError, check_device
 from .data import Dataset, load
 from .engine import SequentialEngine, cosine_lr, make_engine
-from .models import load_weights, make_model, predict
+from .models import folded, load_weights, make_model, predict
 from .partition import make_split
 from .rounds import Round, RoundRecord
+
+
+# Evaluation: static BN folded into the convs (models.folded) and batches of 64, 2.4x the images/s of unfolded batches
+# of 1000 for the small CNN on one CPU thread (BENCHMARKS.md, "Inference"); equal up to float rounding. Pseudo-labeling
+# keeps models.predict's defaults, so that training is bit-identical to before.
+EVAL_BATCH = 64
 
 
 class TrainingError(RuntimeError):
@@ -96,7 +102,7 @@ class Experiment:
 
     def evaluate(self, model, per_class: dict | None = None, prefix: str = "") -> float:
         """Test accuracy (%); with per_class, also adds each class's accuracy as per_class[f"{prefix}acc_c{k}"]."""
-        right = predict(model, self.data.x_test, self.mean, self.std).argmax(1) == self.data.y_test
+        right = predict(folded(model), self.data.x_test, self.mean, self.std, EVAL_BATCH).argmax(1) == self.data.y_test
         if per_class is not None:
             for k in range(self.cfg.num_classes):
                 per_class[f"{prefix}acc_c{k}"] = 100 * right[self.data.y_test == k].float().mean().item()
@@ -218,19 +224,36 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
     except torch.cuda.OutOfMemoryError:
         raise TrainingError(f"out of GPU memory in round {st.round + 1} ({on_disk()}); lower client_batch or "
                             "server_batch, use a smaller model, or set engine=sequential") from None
+    except RuntimeError as err:
+        if not overflowed(err):
+            raise
+        raise TrainingError(f"round {st.round + 1}: a step overflowed float32 ({err}); stopped, {on_disk()}; "
+                            "lower lr or weight_decay") from None
     finally:
         _restore_handlers(handlers)
     return finish(exp, st, path, time.perf_counter() - start)
 
 
+def overflowed(err: BaseException) -> bool:
+    """Whether err is torch refusing a Python number that overflows float32 (an optimizer's step: Adam's first step
+    is 10 lr, over float32's largest value from lr ~3.4e37; Config.validate refuses the fields themselves above it)."""
+    return isinstance(err, RuntimeError) and "without overflow" in str(err)
+
+
 def keep_round(st: State, m: dict, on_disk=lambda: "nothing was saved") -> dict:
     """Add round m (a metrics.csv row) to the run's state: its metrics, the round counter, the best model so far.
-    A non-finite loss stops the run (TrainingError; on_disk() says what is kept)."""
+    A non-finite loss, or weights that overflowed (a finite last loss, inf weights after the last step), stops the
+    run (TrainingError; on_disk() says what is kept)."""
     r = m["round"]
     for key in ("client_loss", "server_loss"):
         if key in m and not np.isfinite(m[key]):
             raise TrainingError(f"round {r}: {key.replace('_', ' ')} is {m[key]}; stopped, {on_disk()}; "
                                 "lower lr or check the data")
+    weights = {k: v for k, v in st.model.state_dict().items() if v.is_floating_point()}
+    if weights and not torch.stack([torch.isfinite(v).all() for v in weights.values()]).all():   # one sync
+        name = next(k for k, v in weights.items() if not torch.isfinite(v).all())
+        raise TrainingError(f"round {r}: the model's weights overflowed (non-finite values in {name}); stopped, "
+                            f"{on_disk()}; lower lr or weight_decay")
     st.metrics.append(m)
     st.round = r
     if m.get("test_acc", -1) > st.best["acc"]:

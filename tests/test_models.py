@@ -37,3 +37,23 @@ def test_init_and_norm_switch():
     assert not any(isinstance(x, StaticBatchNorm2d) for x in gn.modules())
     bn = make_model(profile("smoke", norm="bn", engine="sequential"), 3)
     assert any(isinstance(x, torch.nn.BatchNorm2d) and x.track_running_stats for x in bn.modules())
+
+
+def test_folded_static_bn_predicts_as_the_model_does():
+    """models.folded: every conv -> static BN pair becomes one conv with a bias, the outputs equal to float rounding;
+    the original model is untouched."""
+    import torch
+    from semifl_core.models import ResNet9, SmallCNN, StaticBatchNorm2d, folded
+    torch.manual_seed(0)
+    for model in (SmallCNN(1, 10), ResNet9(1, 10, norm="sbn")):
+        for m in model.modules():
+            if isinstance(m, StaticBatchNorm2d):   # statistics and affine parameters far from the identity
+                m.mean.uniform_(-1, 1), m.var.uniform_(0.5, 2), m.weight.data.uniform_(0.5, 2)
+                m.bias.data.uniform_(-1, 1)
+        x = torch.randn(8, 1, 28, 28)
+        before = {k: v.clone() for k, v in model.state_dict().items()}
+        fast = folded(model)
+        assert not any(isinstance(m, StaticBatchNorm2d) for m in fast.modules())
+        with torch.no_grad():
+            assert torch.allclose(fast(x), model.eval()(x), rtol=1e-4, atol=1e-4)
+        assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
