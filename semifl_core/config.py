@@ -57,6 +57,25 @@ PROFILES = ("paper", "small", "long", "smoke")
 CLIENT_STREAM_METHODS = (SEMIFL, FEDAVG_FIXMATCH)   # their round is semifl_round, which draws per-client streams
 
 
+# float32's largest finite value: training runs in float32, a float field above it overflows (torch refuses to convert
+# it), and below it a value that overflows in training is reported as divergence (run.keep_round)
+FLOAT32_MAX = 3.4028234663852886e38
+# A round's batch plan (tasks.make_tasks: steps x batch sample indices, every one gathered and augmented before the
+# round trains) holds at most this many samples: 16 GiB of int64 indices and 1.5 TiB of images before augmentation
+# even at 768 bytes an image (the smallest here, synthetic's 3x16x16); no machine holds that.
+PLAN_LIMIT = 2 ** 31
+IMAGE_BYTES = {"cifar10": 3072, "cifar100": 3072, "svhn": 3072, "fashionmnist": 784, "mnist": 784, "synthetic": 768}
+
+
+def _size(nbytes: float) -> str:
+    """A byte count as people read it: 3.2 GiB, 14 TiB."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if nbytes < 1024:
+            break
+        nbytes /= 1024
+    return f"{nbytes:.3g} {unit}"
+
+
 class ConfigError(ValueError):
     """A config field has a value that is not allowed. The message is one line."""
 
@@ -189,6 +208,9 @@ class Config:
             v = getattr(self, f.name)
             if f.type == "float" and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)):
                 bad(f.name, "must be a finite number")
+            if f.type == "float" and abs(v) > FLOAT32_MAX:   # torch raises "cannot be converted ... without overflow"
+                bad(f.name, f"must be at most {FLOAT32_MAX:.4g} in magnitude, float32's largest value (training "
+                            "computes in float32: it would overflow to inf)")
             if f.type == "bool" and not isinstance(v, bool):
                 bad(f.name, "must be true or false")
         if not isinstance(self.partition, str):
@@ -283,6 +305,7 @@ class Config:
         for name in ("momentum", "global_momentum"):
             if getattr(self, name) >= 1:
                 bad(name, "must be < 1")
+        self._check_batches(bad, n_train)
         if self.engine == "vectorized" and self.norm == "bn":
             bad("engine", "the vectorized engine needs norm 'sbn' or 'gn' (plain BN keeps running buffers); "
                           "use engine=sequential")
@@ -291,6 +314,44 @@ class Config:
             bad("algorithm", f"{self.algorithm} means {', '.join(f'{k}={v}' for k, v in fixed.items())}; "
                              f"build it with profile(..., algorithm={self.algorithm!r})")
         return self
+
+    def _check_batches(self, bad, n_train: int) -> None:
+        """Batches and batch plans of absurd size. A batch larger than the data it draws from is one batch of all of
+        it padded to the batch size (tasks.epoch_batches; the padding is gathered and augmented too), as the authors'
+        loaders give one batch of all of it. The server's batch is refused above its labeled set; a client's share
+        depends on the partition and a profile's batch may exceed a small dataset's shares (FL2's 32 on synthetic),
+        so the clients' batch is refused above all the clients' samples together (no client holds more, nor
+        FixMatch's pooled set). A round's batch plan (steps x batch indices, each gathered and augmented before
+        training) is refused above PLAN_LIMIT samples."""
+        has_server = self.labels_at == SERVER and self.method.labels != "clients"
+        # the clients' data: every sample but the server's N_S (all of them when the server holds none, or when the
+        # labels are at the clients)
+        pool = n_train - (self.num_supervised if has_server and self.method.labels == "server" else 0)
+        if self.reads("client_batch") and self.client_batch > pool:
+            bad("client_batch", f"larger than the data it draws from: at most {pool}, all the clients' samples "
+                                "together; a larger batch is one batch of all of them, padded")
+        if has_server and self.reads("server_batch"):
+            labeled = n_train if self.method.labels == "all" else self.num_supervised
+            if self.server_batch > labeled:
+                bad("server_batch", f"larger than the server's labeled set: at most {labeled} ("
+                                    + ("the whole training set" if self.method.labels == "all" else "num_supervised")
+                                    + "); a larger batch is one batch of all of it, padded")
+        plans = []   # (epochs field, the data size of one plan, its batch, plans a round, who has them)
+        if self.reads("local_epochs"):   # num_active plans over the mean client share (tasks.make_tasks)
+            plans.append(("local_epochs", max(1, pool // self.num_clients), self.client_batch, self.num_active,
+                          f"{self.num_active} active clients x "))
+        if has_server and self.reads("server_epochs"):
+            plans.append(("server_epochs", n_train if self.method.labels == "all" else self.num_supervised,
+                          self.server_batch, 1, ""))
+        for name, n, batch, count, who in plans:
+            per_epoch = math.ceil(n / batch)   # tasks.epoch_batches' steps
+            steps = max(1, math.ceil(round(getattr(self, name) * per_epoch, 9)))
+            samples = count * steps * batch
+            if samples > PLAN_LIMIT:
+                most = PLAN_LIMIT // (count * batch) / per_epoch
+                bad(name, f"a round's batch plan would hold {samples:.3g} samples ({who}{steps:.3g} steps x batch "
+                          f"{batch}), {_size(8 * samples)} of indices and {_size(IMAGE_BYTES[self.dataset] * samples)} "
+                          f"of images: at most 2**31 samples a round ({name} <= {most:.3g} here)")
 
     # ------------------------------------------------------------------ identity
     def to_dict(self) -> dict:

@@ -131,6 +131,16 @@ def _nan(real):
     return loss_fn
 
 
+def inf_weights(monkeypatch):   # a step that overflowed the weights after the round's last loss (which is finite)
+    real = run_mod.Experiment.close_round
+
+    def close_round(self, st, rnd):
+        with torch.no_grad():
+            list(st.model.parameters())[-1].fill_(float("inf"))
+        return real(self, st, rnd)
+    monkeypatch.setattr(run_mod.Experiment, "close_round", close_round)
+
+
 # (id, argv after the command's fixed part, words the one stderr line must contain, exit code,
 #  template to copy into the results directory (None, "complete", "incomplete"), damage, environment patch)
 R2, R3 = ["--set", "rounds=2"], ["--set", "rounds=3"]
@@ -203,11 +213,30 @@ CASES = [
      write("checkpoint.pt", os.urandom(4096))),
     ("checkpoint one byte flipped", ["run", *SMOKE, *R3], ["checkpoint.pt", "CRC"], 2, "incomplete",
      flip_byte("checkpoint.pt")),
-    ("checkpoint of something else", ["run", *SMOKE, *R3], ["corrupt checkpoint", "KeyError", "start that run over"],
+    ("checkpoint of something else", ["run", *SMOKE, *R3], ["corrupt checkpoint", "not a checkpoint of this package", "start that run over"],
      2, "incomplete", wrong_checkpoint),
     # ---- training that fails (item 6): the message says what is on disk
     ("non-finite loss, no checkpoint yet (item 6)", ["run", *SMOKE, *R2], ["loss is nan",
      "no checkpoint was written yet"], 1, None, None, nan_loss),
+    # ---- absurd values (issue 28, part 4): refused by validation, or reported like divergence
+    ("local_epochs 1e9 (issue 28.4)", ["run", *SMOKE, "--set", "local_epochs=1e9", "rounds=6"],
+     ["local_epochs=1000000000.0", "batch plan", "5.7e+11 samples", "TiB", "at most 2**31", "local_epochs <= 3.77e+06"],
+     2),
+    ("server_epochs 1e9", ["run", *SMOKE, "--set", "server_epochs=1e9"],
+     ["server_epochs=1000000000.0", "batch plan", "GiB of indices", "at most 2**31"], 2),
+    ("server_batch 1e9", ["run", *SMOKE, "--set", "server_batch=1000000000"],
+     ["server_batch=1000000000", "labeled set", "at most 100 (num_supervised)"], 2),
+    ("server_batch above the training set (labels=all)", ["run", *SMOKE, "--algorithm", "fully-supervised", "--set",
+     "server_batch=2001"], ["server_batch=2001", "at most 2000 (the whole training set)"], 2),
+    ("client_batch 1e9", ["run", *SMOKE, "--set", "client_batch=1000000000"],
+     ["client_batch=1000000000", "at most 1900", "clients' samples"], 2),
+    ("lr 1e300", ["run", *SMOKE, "--set", "lr=1e300"], ["lr=1e+300", "float32", "3.403e+38"], 2),
+    ("weight_decay 1e300", ["run", *SMOKE, "--set", "weight_decay=1e300"], ["weight_decay=1e+300", "float32"], 2),
+    ("clip_norm 1e39", ["run", *SMOKE, "--set", "clip_norm=1e39"], ["clip_norm=1e+39", "float32"], 2),
+    ("Adam's step overflows float32", ["run", *SMOKE, "--algorithm", "feddure", "--set", "lr=1e38", *R2],
+     ["round 1:", "overflowed float32", "stopped, no checkpoint was written yet", "lower lr"], 1),
+    ("weights overflowed, loss finite", ["run", *SMOKE, *R2], ["round 1:", "weights overflowed", "non-finite",
+     "stopped, no checkpoint was written yet", "lower lr"], 1, None, None, inf_weights),
 ]
 
 
@@ -244,7 +273,7 @@ def test_bad_input_gives_one_line(case, templates, tmp_path, capsys, monkeypatch
     assert "Traceback" not in out + err
     left = [p for p in out_dir.glob("*")] if out_dir.is_dir() else []
     assert not [p for p in left if results.inspect(p).state == "complete"], left
-    if template is None and name != "non-finite loss, no checkpoint yet (item 6)":
+    if template is None and code == 2:
         assert left == [], left            # refused before any work: nothing written
 
 
@@ -325,7 +354,7 @@ def test_help_and_profiles_import_neither_torch_nor_pandas():   # item 17
 
 # ---------------------------------------------------------------------- notebook parameters (item 9's helper)
 @pytest.mark.parametrize("params, words", [
-    (dict(profile_name="bogus"), ["profile='bogus'", "paper, small, smoke"]),
+    (dict(profile_name="bogus"), ["profile='bogus'", "paper, small, long, smoke"]),
     (dict(profile_name="smoke", seed=-1), ["seed=-1"]),
     (dict(profile_name="smoke", seed="2"), ["seed='2'"]),
     (dict(profile_name="smoke", seeds="012"), ["seeds='012'"]),
@@ -340,6 +369,109 @@ def test_notebook_parameters_give_one_line(params, words):
         check_parameters(**params)
     assert "\n" not in str(info.value) and all(w in str(info.value) for w in words), str(info.value)
     check_parameters("smoke", seeds=[0, 1], dataset=["synthetic"], rounds=2, device="cpu")   # good ones pass
+
+
+PARAMETERS_CELL = "profile = 'small'   # 'paper' | 'small'\nseed = None\nseeds = [0, 1, 2]\nresults_dir = None\n"
+
+
+@pytest.mark.parametrize("history, words", [
+    (["", PARAMETERS_CELL, '# Parameters\nprofile_name = "nope"\n', "setup()"],
+     ["unknown notebook parameter 'profile_name'", "did you mean 'profile'", "profile, seed, seeds, results_dir"]),
+    (["", PARAMETERS_CELL, '# Parameters\nseeds = [0]\nextra = 1\n'], ["'extra'"]),
+    (["", PARAMETERS_CELL, '# Parameters\nprofile = "smoke"\n', "x = 1", PARAMETERS_CELL, '# Parameters\nsed = 1\n'],
+     ["'sed'", "did you mean 'seed'"]),   # the last injected cell counts
+    (["", PARAMETERS_CELL, '# Parameters\nprofile = "smoke"\nPAPERMILL_INPUT_PATH = "a.ipynb"\n'], None),
+    (["", PARAMETERS_CELL, '# Parameters\nprofile = "smoke"\nseeds = [0]\n'], None),   # known names
+    (["", PARAMETERS_CELL, "import os"], None),                                  # nothing injected
+    (["", "import os\nprint(1)", '# Parameters\nwhatever = 1\n'], None),       # out of order by hand: no check
+])
+def test_papermill_parameters_the_notebook_does_not_declare_are_refused(history, words):   # issue 28, part 5
+    from semifl_core.report.runs import check_injected
+    if words is None:
+        check_injected(history)
+        return
+    with pytest.raises(ConfigError) as info:
+        check_injected(history)
+    assert "\n" not in str(info.value) and all(w in str(info.value) for w in words), str(info.value)
+
+
+@pytest.mark.parametrize("params, words, cli", [
+    (dict(profile="smal"), ["profile='smal'", "did you mean 'small'"], False),
+    (dict(profile_name="smoke"), ["unknown notebook parameter 'profile_name'", "did you mean 'profile'"], True),
+])
+def test_a_bad_or_unknown_notebook_parameter_fails_papermill_in_one_line(params, words, cli, tmp_path):
+    """Issue 28, part 5: the setup cell's error output is the one line (not IPython's traceback), and papermill still
+    fails (the command exits non-zero). table4 trains nothing."""
+    papermill = pytest.importorskip("papermill")
+    import nbformat
+    out = tmp_path / "out.ipynb"
+    params = {**params, "results_dir": str(tmp_path / "results"), "figures_dir": str(tmp_path / "figures")}
+    if cli:
+        args = [a for k, v in params.items() for a in ("-p", k, v)]
+        proc = subprocess.run([str(Path(sys.executable).parent / "papermill"), "-k", "python3", "--no-progress-bar",
+                               str(REPO / "notebooks" / "table4.ipynb"), str(out), *args], cwd=tmp_path,
+                              capture_output=True, text=True, timeout=300, env={**ENV, "SEMIFL_NO_TRAIN": "1"})
+        assert proc.returncode != 0, proc.stderr[-3000:]
+        shown = [line for line in proc.stderr.split('Exception encountered at "In [')[-1].splitlines()[1:]
+                 if line.strip()]   # what papermill shows of the cell's error, after its own traceback
+        assert len(shown) == 1 and shown[0].startswith("semifl: ") and all(w in shown[0] for w in words), shown
+    else:
+        with pytest.raises(papermill.PapermillExecutionError) as err:
+            papermill.execute_notebook(str(REPO / "notebooks" / "table4.ipynb"), str(out), kernel_name="python3",
+                                       progress_bar=False, cwd=str(tmp_path), parameters=params)
+        assert err.value.ename == "ConfigError" and words[0] in err.value.evalue
+    nb = nbformat.read(out, as_version=4)
+    errors = [o for c in nb.cells for o in c.get("outputs", []) if o.output_type == "error"]
+    assert len(errors) == 1 and errors[0].ename == "ConfigError", errors
+    assert len(errors[0].traceback) == 1 and errors[0].traceback[0].startswith("semifl: "), errors[0].traceback
+    assert "\n" not in errors[0].traceback[0] and all(w in errors[0].traceback[0] for w in words)
+    assert not (tmp_path / "results").exists()
+
+
+# ---------------------------------------------------------------------- absurd values (issue 28, part 4)
+def test_the_bounds_refuse_no_committed_config_and_no_profile():
+    """Every committed run's config still validates, and so does every profile with every method on the profile's own
+    datasets (a refusal there, if any, is an older rule's, not one of the bounds)."""
+    from semifl_core.config import LATER_FIELDS, PROFILE_GRID, Config
+    from semifl_core.methods import METHODS
+    stored = sorted((REPO / "results").glob("*/config.json"))
+    for path in stored:
+        Config(**{**LATER_FIELDS, **json.loads(path.read_text())["config"]}).validate()
+    for name, pairs in PROFILE_GRID.items():
+        for ds, n in pairs:
+            for algorithm in METHODS:
+                try:
+                    profile(name, ds, num_supervised=n, algorithm=algorithm)
+                except ConfigError as err:
+                    assert not any(w in str(err) for w in ("batch plan", "larger than", "float32")), str(err)
+
+
+def test_the_bounds_allow_their_limits():
+    big = 3.4028234663852886e38
+    for cfg in (profile("smoke", server_batch=100), profile("smoke", client_batch=1900),   # the data's size: one batch
+                profile("smoke", algorithm="fully-supervised", server_batch=2000),
+                profile("smoke", lr=big), profile("smoke", weight_decay=big), profile("smoke", clip_norm=big),
+                profile("smoke", local_epochs=3.7e6), profile("smoke", server_epochs=2.1e7),
+                profile("smoke", algorithm="fl2", client_batch=32), profile("small", "synthetic", algorithm="fl2")):
+        assert cfg.validate() is cfg
+    for changes in (dict(server_batch=101), dict(client_batch=1901), dict(lr=big * 1.0001), dict(threshold=-1e39),
+                    dict(local_epochs=3.8e6), dict(server_epochs=2.2e7)):
+        with pytest.raises(ConfigError):
+            profile("smoke", **changes)
+
+
+def test_keep_round_stops_on_overflowed_weights():
+    from semifl_core.run import State, TrainingError, keep_round
+    model = torch.nn.Linear(2, 2)
+    st = State(model, torch.optim.SGD(model.parameters(), lr=1.0))
+    keep_round(st, {"round": 1, "client_loss": 0.5, "test_acc": 10.0}, lambda: "kept")
+    assert st.round == 1 and len(st.metrics) == 1
+    with torch.no_grad():
+        model.bias[1] = float("-inf")
+    with pytest.raises(TrainingError, match=r"^round 2: the model's weights overflowed \(non-finite values in bias\); "
+                                            r"stopped, kept; lower lr or weight_decay$"):
+        keep_round(st, {"round": 2, "client_loss": 0.5}, lambda: "kept")
+    assert st.round == 1 and len(st.metrics) == 1   # the failed round is not kept
 
 
 # ---------------------------------------------------------------------- two processes on one run (item 10)

@@ -97,15 +97,15 @@ def test_empty_clients_are_left_out_of_the_average(monkeypatch):
     exp, st, m, spies = _one_round(profile("smoke", threshold=0.0), monkeypatch)
     assert m["clients_trained"] == profile("smoke").num_active
     (stacked, *rest), _ = spies["average"].calls[0]
-    assert next(iter(stacked.values())).shape[0] == m["clients_trained"] and rest == [None]
+    assert next(iter(stacked.values())).shape[0] == m["clients_trained"] and rest == [None, None]   # no server, equal
 
 
 def test_switch_finetune_off_trains_the_server_in_parallel(monkeypatch):
     _, _, _, spies = _one_round(profile("smoke", finetune=False, threshold=0.0), monkeypatch)
-    (stacked, server), _ = spies["average"].calls[0]
-    assert server is not None and set(server) == set(stacked)      # server weight 1/2 in the average
+    (stacked, server, weights), _ = spies["average"].calls[0]
+    assert server is not None and set(server) == set(stacked) and weights is None   # server 1/2, clients equal
     _, _, _, spies = _one_round(profile("smoke", finetune=True, threshold=0.0), monkeypatch)
-    assert spies["average"].calls[0][0][1:] == (None,)
+    assert spies["average"].calls[0][0][1:] == (None, None)
 
 
 def _kind(views: dict) -> str:
