@@ -22,7 +22,7 @@ from semifl_core import run as run_mod
 from semifl_core.cli import build_parser, main as cli_main, parse_sets
 from semifl_core.config import ConfigError, check_parameters, profile
 from semifl_core.data import synthetic
-from semifl_core.run import Experiment
+from interrupt import interrupted
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = synthetic()
@@ -35,18 +35,7 @@ INCOMPLETE = profile("smoke", rounds=3)    # an interrupted run: config, metrics
 def templates(tmp_path_factory):
     root = tmp_path_factory.mktemp("templates")
     run_mod.run(COMPLETE, root, device="cpu", progress=False, data=DATA)
-    real = Experiment.round
-
-    def stop_in_round_2(self, st, r):
-        if r == 1:
-            raise KeyboardInterrupt("killed")
-        return real(self, st, r)
-    Experiment.round = stop_in_round_2
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_mod.run(INCOMPLETE, root, device="cpu", progress=False, data=DATA, checkpoint_every=1)
-    finally:
-        Experiment.round = real
+    interrupted(INCOMPLETE, root, after=1, data=DATA)
     return root
 
 

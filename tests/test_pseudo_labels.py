@@ -11,7 +11,7 @@ from semifl_core import run as run_mod
 from semifl_core.config import ConfigError, profile
 from semifl_core.data import synthetic
 from semifl_core.methods import pseudo_labels as PL
-from semifl_core.run import Experiment
+from interrupt import interrupted
 
 DATA = synthetic()
 
@@ -71,18 +71,7 @@ def test_a_class_balanced_run_resumes_exactly(tmp_path):
     an uninterrupted one."""
     cfg = profile("smoke", rounds=4, threshold=0.2, pseudo_label_rule=PL.CLASS_BALANCED)
     whole = run_mod.run(cfg, tmp_path / "whole", device="cpu", progress=False, data=DATA)
-    real = Experiment.round
-
-    def stop(self, st, r):
-        if r == 2:
-            raise KeyboardInterrupt("killed")
-        return real(self, st, r)
-    Experiment.round = stop
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_mod.run(cfg, tmp_path / "cut", device="cpu", progress=False, data=DATA, checkpoint_every=1)
-    finally:
-        Experiment.round = real
+    interrupted(cfg, tmp_path / "cut", after=2, data=DATA)
     resumed = run_mod.run(cfg, tmp_path / "cut", device="cpu", progress=False, data=DATA)
     a, b = (pd.read_csv(f"{r['path']}/metrics.csv") for r in (whole, resumed))
     keep = [c for c in a.columns if not c.startswith("time_")]

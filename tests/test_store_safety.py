@@ -14,26 +14,9 @@ from semifl_core import run as run_mod
 from semifl_core.cli import main as cli_main
 from semifl_core.config import profile
 from semifl_core.data import synthetic
-from semifl_core.run import Experiment
+from interrupt import interrupted
 
 DATA = synthetic()
-
-
-def interrupted(cfg, root, after=1):
-    """cfg's run in root, stopped after `after` rounds with a checkpoint of that round."""
-    real = Experiment.round
-
-    def stop(self, st, r):
-        if r == after:
-            raise KeyboardInterrupt("killed")
-        return real(self, st, r)
-    Experiment.round = stop
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_mod.run(cfg, root, device="cpu", progress=False, data=DATA, checkpoint_every=1)
-    finally:
-        Experiment.round = real
-    return results.run_dir(root, cfg)
 
 
 def digest(root: Path) -> dict:
@@ -46,9 +29,9 @@ def test_clean_removes_only_the_broken_runs_and_leaves_every_other_byte(tmp_path
     store = tmp_path / "results"
     done = profile("smoke", rounds=1)
     run_mod.run(done, store, device="cpu", progress=False, data=DATA)
-    broken = interrupted(profile("smoke", rounds=3, seed=1), store)
+    broken = interrupted(profile("smoke", rounds=3, seed=1), store, data=DATA)
     (broken / "checkpoint.pt").write_bytes(b"not a zip")                     # corrupt
-    half = interrupted(profile("smoke", rounds=3, seed=2), store)            # incomplete (a good checkpoint)
+    half = interrupted(profile("smoke", rounds=3, seed=2), store, data=DATA)            # incomplete (a good checkpoint)
     (store / "notes").mkdir()
     (store / "notes" / "ideas.txt").write_text("keep me")
     (store / ".git").mkdir()                                                 # a folder named .git, not a repository
@@ -87,7 +70,7 @@ def test_runs_refuses_the_current_directory_and_a_checkout(tmp_path, capsys, giv
 
 def test_a_checkpoint_from_another_run_is_refused_naming_both_keys(tmp_path):
     mine, other = profile("smoke", rounds=3, seed=0), profile("smoke", rounds=3, seed=1)
-    a, b = interrupted(mine, tmp_path / "a"), interrupted(other, tmp_path / "b")
+    a, b = interrupted(mine, tmp_path / "a", data=DATA), interrupted(other, tmp_path / "b", data=DATA)
     shutil.copy(b / "checkpoint.pt", a / "checkpoint.pt")    # the swap of the issue
     with pytest.raises(results.ResultsError, match=rf"corrupt checkpoint \(it belongs to run key {other.key()}, "
                                                    rf"this run's key is {mine.key()}\)"):
@@ -97,7 +80,7 @@ def test_a_checkpoint_from_another_run_is_refused_naming_both_keys(tmp_path):
 
 def test_a_checkpoint_without_its_key_or_with_a_round_past_the_run_is_refused(tmp_path):
     cfg = profile("smoke", rounds=3)
-    path = interrupted(cfg, tmp_path)
+    path = interrupted(cfg, tmp_path, data=DATA)
     ck = torch.load(path / "checkpoint.pt", weights_only=False)
     for bad, says in (({k: v for k, v in ck.items() if k != "key"}, "written by an older version"),
                       ({**ck, "round": 7}, "its round 7 does not fit this run")):
