@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import platform
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from ..workers import init as init_worker, sigterm_interrupts, stop as stop_workers, train as train_run
 from ..config import PROFILE_GRID, Config, ConfigError, check_parameters, profile
 from ..results import load_metrics
 from . import paper
@@ -17,7 +19,15 @@ from . import paper
 def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_dir, figures_dir, describes=True):
     """Every notebook's setup cell: check its parameters (a bad one: one line saying which and why), set the table and
     figure styles, print what it will run (SemiFL's profile; describes=False: the notebook says it) and where it
-    reads and writes. Returns (seed list, (dataset, N_S) pairs)."""
+    reads and writes. Returns (seed list, (dataset, N_S) pairs).
+
+    In a notebook's kernel, the package's one-line errors (a bad parameter, a damaged store, a missing dataset, a
+    failed run) show as that line, `semifl: ...`, not as a traceback (the cell still fails, and so does papermill),
+    and a parameter papermill injected that the notebook's parameters cell does not declare is refused."""
+    shell = _kernel()
+    if shell is not None:
+        shell.set_custom_exc(_one_line_errors(), _show_one_line)
+        check_injected(shell.history_manager.input_hist_raw)
     check_parameters(profile_name, seed, seeds, dataset, rounds, device)
     import seaborn as sns
     pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', 120)
@@ -27,6 +37,71 @@ def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_d
         print(describe(profile_name, pairs, device, seed_list, rounds))
     print('results:', shown(repo_path('results', results_dir)), '| figures:', shown(repo_path('figures', figures_dir)))
     return seed_list, pairs
+
+
+def _kernel():
+    """The IPython shell this code runs in (a notebook's kernel), or None."""
+    if "IPython" not in sys.modules:   # not imported: not in IPython
+        return None
+    from IPython import get_ipython
+    return get_ipython()
+
+
+def _one_line_errors() -> tuple:
+    """The errors the command line reports as one line (cli._exit_code), to show as that line in a notebook too."""
+    from ..data import DataError
+    from ..results import ResultsError
+    from ..run import TrainingError
+    return ConfigError, ResultsError, DataError, TrainingError
+
+
+def _show_one_line(shell, etype, value, tb, tb_offset=None):
+    """IPython's custom exception handler (InteractiveShell.set_custom_exc): the error's one line, as `semifl` prints
+    it, as the cell's error output (ename and evalue as for any error; the cell fails) instead of the traceback."""
+    stb = [f"semifl: {' '.join(str(value).split())}"]
+    shell._showtraceback(etype, value, stb)
+    return stb
+
+
+INJECTED = "# Parameters\n"   # how papermill's injected cell begins (papermill.translators: codify's comment)
+
+
+def check_injected(history: list[str]) -> None:
+    """Papermill injects its parameters as a cell of assignments that begins INJECTED, right after the notebook's
+    parameters cell; in the kernel both are just cells run (history: their sources in order, IPython's In). Every
+    name that cell sets must be one the parameters cell (the cell run before it) sets, or papermill's own
+    PAPERMILL_INPUT_PATH / PAPERMILL_OUTPUT_PATH (--inject-paths): ConfigError naming the first other one. Nothing
+    is checked when no cell was injected, or when those cells are not plain assignments (cells run out of order by
+    hand)."""
+    at = max((i for i, src in enumerate(history) if src.startswith(INJECTED)), default=0)
+    if at == 0:
+        return
+    declared, injected = _assigned(history[at - 1]), _assigned(history[at])
+    if not declared or injected is None:
+        return
+    unknown = [name for name in injected if name not in declared and not name.startswith("PAPERMILL_")]
+    if unknown:
+        import difflib
+        close = difflib.get_close_matches(unknown[0], declared, n=1)
+        raise ConfigError(f"unknown notebook parameter {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close
+                          else "") + f"; this notebook's parameters are {', '.join(declared)}")
+
+
+def _assigned(source: str) -> list[str] | None:
+    """The names a cell of plain assignments (`name = value`) sets, in order; None for any other cell."""
+    import ast
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return None
+    names = []
+    for node in body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+            else None
+        if targets is None or not all(isinstance(t, ast.Name) for t in targets):
+            return None
+        names += [t.id for t in targets if t.id not in names]
+    return names
 
 
 def seeds_of(seed=None, seeds=(0, 1, 2)) -> list[int]:
@@ -105,16 +180,6 @@ def _row(label, cfg, s) -> dict:
             "best_round": s["best_round"], "wall_time_s": s["wall_time_s"], "reused": s["reused"], "path": s["path"]}
 
 
-def _worker_init():
-    import torch
-    torch.set_num_threads(1)   # two 1-thread processes beat one 2-thread process on a CPU (BENCHMARKS.md)
-
-
-def _train(cfg, results_dir, device, data_root) -> dict:
-    from ..run import run
-    return run(cfg, results_dir, device=device, data_root=data_root, progress=False)
-
-
 def workers_for(device: str, jobs: int) -> int:
     """Parallel training processes: one per CPU core (each with one thread) on a CPU, one on a GPU."""
     from ..run import pick_device
@@ -134,7 +199,9 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
     `gpus_per_run` GPUs a run, default 1 where the cluster has GPUs); the default backend is "processes", or
     $SEMIFL_BACKEND when set (so papermill can send a notebook's grids to Ray; Ray reads RAY_ADDRESS itself).
     Returns a tidy DataFrame: one row per (label, seed) with the config's main fields and the run summary.
-    With SEMIFL_NO_TRAIN set (no_train()), runs not in the store are left out, with a printed line naming them."""
+    With SEMIFL_NO_TRAIN set (no_train()), runs not in the store are left out, with a printed line naming them.
+    Ctrl-C or SIGTERM stops the workers as it stops one run (each finishes its round and checkpoints; none starts
+    another), then raises KeyboardInterrupt with one line saying what is left; the workers die with this process."""
     backend = backend or os.environ.get("SEMIFL_BACKEND") or "processes"
     if backend not in BACKENDS:
         raise ConfigError(f"backend={backend!r}: allowed are {', '.join(BACKENDS)}")
@@ -171,14 +238,26 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
               disable=swept) as bar:
         if n == 1:
             for i in todo:
-                done[i] = _train(jobs[i][1], results_dir, device, data_root)
+                done[i] = train_run(jobs[i][1], results_dir, device, data_root)
                 bar.update()
-        elif todo:
-            with ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=_worker_init) as pool:
-                futures = {pool.submit(_train, jobs[i][1], results_dir, device, data_root): i for i in todo}
-                for f in as_completed(futures):
-                    done[futures[f]] = f.result()
-                    bar.update()
+        elif todo:   # Ctrl-C or SIGTERM: each worker finishes its round and checkpoints, none starts a run
+            pool = ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=init_worker,
+                                       initargs=(os.getpid(),))
+            futures = {}
+            try:
+                with sigterm_interrupts():
+                    for i in todo:
+                        futures[pool.submit(train_run, jobs[i][1], results_dir, device, data_root)] = i
+                    for f in as_completed(futures):
+                        done[futures[f]] = f.result()
+                        bar.update()
+            except KeyboardInterrupt:
+                unfinished = [jobs[i][1] for i in todo if i not in done]
+                raise KeyboardInterrupt(stop_workers(pool, futures, unfinished, results_dir)) from None
+            except BaseException:
+                pool.shutdown()   # a run failed: the others finish first
+                raise
+            pool.shutdown()
     return pd.DataFrame([_row(label, cfg, done[i]) for i, (label, cfg) in enumerate(jobs)], columns=COLUMNS)
 
 
