@@ -65,8 +65,12 @@ def few_labels() -> list[tuple[str, Config]]:
     the authors' three details at N_S=40."""
     out = [(f"few labels: N_S={n} {label} (seed {s})", cfg.replace(seed=s)) for n in C.FEW_LABEL_NS
            for label, cfg in C.few_label_configs("small", "fashionmnist", n).items() for s in (0, 1, 2)]
-    return out + [(f"authors' details: N_S=40 {label} (seed {s})", cfg.replace(seed=s))
-                  for label, cfg in C.authors_details_configs("small", "fashionmnist", 40).items() for s in (0, 1, 2)]
+    out += [(f"authors' details: N_S=40 {label} (seed {s})", cfg.replace(seed=s))
+            for label, cfg in C.authors_details_configs("small", "fashionmnist", 40).items() for s in (0, 1, 2)]
+    best = C.best_two_rules("small", "fashionmnist", 100)   # [] until the N_S=100 IID runs are all in
+    return out + [(f"few labels, Non-IID K=2: N_S=100 {label} (seed {s})", cfg.replace(seed=s))
+                  for label, cfg in C.few_label_noniid_configs("small", "fashionmnist", 100, best).items()
+                  for s in (0, 1, 2)] if best else out
 
 
 def feddure_200() -> list[tuple[str, Config]]:

@@ -4,6 +4,7 @@ workers; it is signalled while both workers train (the third run queued), then e
 10 s, the third run must never have started, and the two stopped runs, resumed here, must give the metrics of an
 uninterrupted run."""
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -134,8 +135,11 @@ def _check_resumes(store, uninterrupted):
 def test_stopping_run_all_stops_its_workers_after_their_round(tmp_path, uninterrupted, sig):
     child, err = _start_and_signal(tmp_path, sig)
     text = err.read_text()
-    assert child.returncode != 0 and "KeyboardInterrupt: stopped: 2 runs unfinished (checkpointed), 1 not started; " \
-        "run the same cell/command again to resume" in text, text
+    # a worker deep in its round when the stop is counted is named ("1 workers still finishing their round"); that it
+    # is gone within 10 s all the same is what _start_and_signal checked
+    assert child.returncode != 0 and re.search(r"KeyboardInterrupt: stopped: 2 runs unfinished \(checkpointed\), "
+                                               r"1 not started(, \d workers still finishing their round)?; "
+                                               r"run the same cell/command again to resume", text), text
     _check_resumes(tmp_path / "store", uninterrupted)
 
 

@@ -3,7 +3,7 @@ each paper item), paper (the paper's numbers), tables, figures, rule (verdicts) 
 runs -> configs -> tables / figures -> claims. Re-exported below: the names the notebooks, the CLI, the tests and the
 docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
-from .claims import (diagnosis_findings, feddure_claims, few_label_claims, figure2_claims, figure6_claims,
+from .claims import (diagnosis_findings, feddure_claims, few_label_claims, horizon_claims, figure2_claims, figure6_claims,
                      learning_curve_claims,
                      scale_claims, table1_claims, table2_claims, table3_claims, table4_claims, table5_claims)
 from .configs import (authors_details_configs, diagnosis_configs, diagnosis_ns, feddure_configs, feddure_runs,

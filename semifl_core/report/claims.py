@@ -7,9 +7,9 @@ import pandas as pd
 
 from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED,
-                       FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
+                       FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
 from . import paper
-from .configs import (FEDDURE_CODE, FEDDURE_PAPER, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
+from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
 from .rule import above, at_least, every, verdict
@@ -278,13 +278,14 @@ def feddure_claims(df, metric="final_acc") -> pd.DataFrame:
     ])
 
 
-def few_label_claims(df) -> pd.DataFrame:
-    """The few-label study's claims: per N_S, the paper's rule and each other rule against Partially Supervised,
-    and each other rule against the paper's (final round, RULE)."""
+def few_label_claims(df, ns) -> pd.DataFrame:
+    """The few-label study's claims: per N_S in `ns`, the paper's rule and each other rule against Partially
+    Supervised, and each other rule against the paper's (final round, RULE); a rule not run says so."""
     from ..methods.pseudo_labels import FIXED, RULES
     from .configs import few_label_rows
     items = []
-    for n, at in df.groupby("num_supervised"):
+    for n in ns:
+        at = df[df.num_supervised == n] if len(df) else df
         v = lambda m: at[at.method == m].sort_values("seed").final_acc.to_numpy(float)   # noqa: E731
         psl = v(label_of(PARTIALLY_SUPERVISED))
         for rule in few_label_rows():
@@ -294,4 +295,24 @@ def few_label_claims(df) -> pd.DataFrame:
             if rule != FIXED:
                 items.append((f"[N_S={n}] {name if rule not in RULES else f'the {rule} rule'} beats SemiFL's fixed "
                               "tau", above(v(rule), v(FIXED)), f"{mean_std(v(rule))} vs {mean_std(v(FIXED))}"))
+    return claims(items)
+
+
+def horizon_claims(df, horizons) -> pd.DataFrame:
+    """The training-length study's claims (df: configs.horizon_runs), per R in `horizons`: SemiFL above Partially
+    Supervised, the centralized ceiling above it, SemiFL closing at least half the gap (the paper: 87 % under IID)."""
+    from .tables import horizon_points
+    pts, items = horizon_points(df), []
+    for r in horizons:
+        v = lambda m: (df[(df.R == r) & (df.method == label_of(m))].sort_values("seed").final_acc.to_numpy(float)  # noqa: E731
+                       if len(df) else np.array([]))
+        semi, psl, fm = v(SEMIFL), v(PARTIALLY_SUPERVISED), v(FIXMATCH)
+        closed = 100 * pts[pts.R == r]["gap closed, final"].to_numpy(float)
+        items.append((f"[R={r}] SemiFL beats Partially Supervised", above(semi, psl),
+                      f"{mean_std(semi)} vs {mean_std(psl)}"))
+        items.append((f"[R={r}] SemiFL closes at least half of the Partially -> Fully gap (paper, IID: 87 %)",
+                      at_least(closed, 50.0), f"gap closed {mean_std(closed)} %"))
+        if r in FIXMATCH_HORIZONS:
+            items.append((f"[R={r}] centralized FixMatch (same data and steps) beats Partially Supervised",
+                          above(fm, psl), f"{mean_std(fm)} vs {mean_std(psl)}"))
     return claims(items)

@@ -290,14 +290,18 @@ def authors_details_configs(p, ds, n, rounds=None) -> dict:
     return {f"{name} | {label_of(SEMIFL)}": make(p, ds, n, rounds, **over) for name, over in AUTHORS_DETAILS.items()}
 
 
+def horizons_of(p, ds=None) -> tuple:
+    """The training lengths R of the horizon study: HORIZONS at the small profile, else the profile's R and twice it."""
+    base = profile(p, ds).rounds
+    return HORIZONS if p == "small" else (base, 2 * base)
+
+
 def horizon_runs(p, ds, n, seeds=None, results_dir=None, device="auto") -> pd.DataFrame:
     """Every horizon's runs (HORIZONS at the small profile, else the profile's R and twice it; seeds HORIZON_SEEDS[r],
     or `seeds` for every r), with an 'R' column and the
     'method' (SemiFL, Partially Supervised, FixMatch (centralized)); Fully Supervised (its own length) as well."""
-    base = profile(p, ds).rounds
-    horizons = HORIZONS if p == "small" else (base, 2 * base)   # another profile: its R and twice it
     parts = []
-    for r in horizons:
+    for r in horizons_of(p, ds):
         d = run_all(horizon_configs(p, ds, n, r), seeds if seeds is not None else HORIZON_SEEDS.get(r, (0, 1, 2)),
                     results_dir, device)
         parts.append(d.assign(R=r))
@@ -306,3 +310,31 @@ def horizon_runs(p, ds, n, seeds=None, results_dir=None, device="auto") -> pd.Da
     df = pd.concat([*parts, fsl.assign(R=0)], ignore_index=True)
     df["method"] = df.label.str.split(" | ", regex=False).str[-1]
     return df
+
+
+def best_two_rules(p, ds, n, results_dir=None) -> list[str]:
+    """The few-label study's rule, fixed before its runs, for the Non-IID follow-up: the two rows of few_label_rows()
+    other than the fixed rule with the highest mean final accuracy at N_S=n, IID, seeds 0-2; [] until all are in."""
+    from ..methods.pseudo_labels import FIXED
+    from ..results import open_run
+    from .runs import repo_path
+    cfgs = few_label_configs(p, ds, n)
+    means = {}
+    for row in few_label_rows():
+        if row == FIXED:
+            continue
+        cfg = cfgs.get(row) or cfgs[f"{row} | {label_of(SEMIFL)}"]   # (FL)^2's label, or a rule's
+        found = [open_run(repo_path("results", results_dir), cfg.replace(seed=s)) for s in (0, 1, 2)]
+        if any(f.state != "complete" for f in found):
+            return []
+        means[row] = sum(f.summary["final_acc"] for f in found) / 3
+    return sorted(means, key=means.get, reverse=True)[:2]
+
+
+def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
+    """The follow-up under Non-IID K=2: the given rows (best_two_rules), the fixed rule and Partially Supervised."""
+    from ..methods.pseudo_labels import FIXED
+    cfgs = few_label_configs(p, ds, n)
+    keep = {k: v for k, v in cfgs.items() if k.split(" | ")[0] in (*rows, FIXED) and "instrumented" not in k}
+    return {**{f"{k} | {partition}": v.replace(partition=partition) for k, v in keep.items()},
+            label_of(PARTIALLY_SUPERVISED): cfgs[label_of(PARTIALLY_SUPERVISED)]}

@@ -143,6 +143,8 @@ def few_label_curves(df) -> pd.DataFrame:
     from .configs import FIXED_INSTRUMENTED
     runs = df[~df.method.isin(BASELINES) & (df.method != FIXED)]
     c = curves(runs)
+    if c.empty:   # nothing trained yet (an empty store)
+        return pd.DataFrame(columns=["round", "rule", "seed", "N_S", "metric", "value"])
     shares = [k for k in c.columns if k.startswith("fix_share_c")]
     c["largest_share"] = c[shares].max(axis=1).where(c[shares].sum(axis=1) > 0) if shares else np.nan   # empty: NaN
     c["rule"] = c.method.replace({FIXED_INSTRUMENTED: FIXED})
