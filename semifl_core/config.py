@@ -23,6 +23,8 @@ labels_at              where the labels are: server (SemiFL), clients (FedDure: 
 labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition) =
                        (IID,IID), (IID,DIR), (DIR,DIR)
 feddure_variant        FedDure as its paper describes it ("paper") or as its code runs ("code")
+cbafed_warmup          CBAFed's warm-up: the first W rounds train the labeled client alone
+cbafed_variant         CBAFed as its paper describes it ("paper") or as its code runs ("code")
 pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau,
                        or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2)
 rng_streams            where a round's randomness comes from: one stream for the round
@@ -40,7 +42,7 @@ import math
 import re
 from dataclasses import dataclass, field, fields
 
-from .methods import FEDAVG_FIXMATCH, FL2, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
+from .methods import CBAFED_METHODS, FEDAVG_FIXMATCH, FL2, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
 from .methods.pseudo_labels import RULES as PSEUDO_LABEL_RULES
 
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
@@ -140,6 +142,9 @@ class Config:
     labeled_partition: str = "iid"       # how the clients' labeled images are spread: iid (exactly client_labels
                                          # per class each) | dir-ALPHA (the pool split by Dirichlet(ALPHA))
     feddure_variant: str = "paper"       # paper: FedDure's Eq. (2)-(10) | code: what its released code runs (MPL)
+    # CBAFed (methods/cbafed.py)
+    cbafed_warmup: int = 0               # W: the first W rounds train the labeled client alone (its paper: 501)
+    cbafed_variant: str = "paper"        # paper: its paper's rules | code: what its released code runs
     # randomness of a round: "round" draws every client's pseudo-labeling view, fix/mix draws, batch plans and
     # augmentations from the round's one stream (seed, r), in turn; "client" gives client c its own (seed, r, c), so
     # a client in its own process (semifl_core/flower) draws what the in-process harness draws for it. Same method,
@@ -217,7 +222,8 @@ class Config:
             bad("partition", "allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
         if not isinstance(self.labeled_partition, str):
             bad("labeled_partition", "allowed are 'iid', 'dir-ALPHA'")
-        for name, choices in (("labels_at", PLACEMENTS), ("feddure_variant", ("paper", "code"))):
+        for name, choices in (("labels_at", PLACEMENTS), ("feddure_variant", ("paper", "code")),
+                              ("cbafed_variant", ("paper", "code"))):
             if getattr(self, name) not in choices:
                 bad(name, f"allowed are {', '.join(choices)}")
         if self.rng_streams == "client" and self.algorithm not in CLIENT_STREAM_METHODS:
@@ -239,6 +245,12 @@ class Config:
             if not 0 < self.threshold <= 1:
                 bad("threshold", f"must be in (0, 1] with pseudo_label_rule={self.pseudo_label_rule!r} (tau is "
                                  "its fixed threshold or its upper bound)")
+        if isinstance(self.cbafed_warmup, bool) or not isinstance(self.cbafed_warmup, int) \
+                or not 0 <= self.cbafed_warmup < self.rounds:
+            bad("cbafed_warmup", f"must be an integer from 0 to rounds - 1 ({self.rounds - 1}): the warm-up rounds "
+                                 "come first, and at least one federated round after them")
+        if self.algorithm in CBAFED_METHODS and not 0 < self.threshold <= 1:
+            bad("threshold", f"must be in (0, 1] for {self.algorithm} (tau_h, the upper bound of its class thresholds)")
         if self.labels_at not in self.method.placements:
             bad("labels_at", f"{self.algorithm} runs with labels at {' or '.join(self.method.placements)} only"
                              + (f": {self.method.why_not}" if self.method.why_not else ""))
@@ -276,11 +288,14 @@ class Config:
         if kind == "non-iid-l":
             if not 1 <= value <= self.num_classes:
                 bad("partition", f"K must be between 1 and the number of classes ({self.num_classes})")
-            if (value * self.num_clients) % self.num_classes:
-                bad("partition", f"K * num_clients must be a multiple of the number of classes ({self.num_classes})")
+            # one-client: client 0 holds only the labels, the pool is shared by the other num_clients - 1
+            m = self.num_clients - (self.labels_at == ONE_CLIENT)
+            if (value * m) % self.num_classes:
+                bad("partition", f"K * {'(num_clients - 1)' if m < self.num_clients else 'num_clients'} must be a "
+                                 f"multiple of the number of classes ({self.num_classes})")
             # partition.non_iid_label cuts each class's client samples into K * M / classes shards: a shard (and a
             # client holding only empty shards) would be empty if the rarest class had fewer samples than shards
-            shards = value * self.num_clients // self.num_classes
+            shards = value * m // self.num_classes
             pool = rarest - (per_class if self.method.labels == "server" else 0)
             if self.federated and shards > pool:
                 bad("partition", f"cuts each class into K * num_clients / {self.num_classes} = {shards} shards, but "
@@ -377,7 +392,8 @@ EXECUTION_FIELDS = ("engine",)
 LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": "keep", "split_seed": -1,
                 "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
-                "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper"}
+                "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper", "cbafed_warmup": 0,
+                "cbafed_variant": "paper"}
 
 
 def run_key(config: dict) -> str:

@@ -126,10 +126,14 @@ def make_split(cfg, labels: np.ndarray) -> Split:
     if not cfg.federated:
         return Split(server, [], [])
     kind, value = cfg.partition_kind
+    # one-client (CBAFed's setting): client 0 holds the labeled set and nothing else; the others share the pool
+    m = cfg.num_clients - (cfg.labels_at == ONE_CLIENT)
     if kind == "iid":
-        clients = iid(pool, cfg.num_clients, rng)
+        clients = iid(pool, m, rng)
     elif kind == "non-iid-l":
-        clients = non_iid_label(pool, labels, cfg.num_clients, int(value), cfg.num_classes, rng)
+        clients = non_iid_label(pool, labels, m, int(value), cfg.num_classes, rng)
     else:
-        clients = dirichlet(pool, labels, cfg.num_clients, value, cfg.num_classes, rng)
+        clients = dirichlet(pool, labels, m, value, cfg.num_classes, rng)
+    if cfg.labels_at == ONE_CLIENT:
+        clients = [none, *clients]
     return Split(server, clients, labeled)

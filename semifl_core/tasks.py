@@ -53,7 +53,7 @@ def make_tasks(specs: list[dict], batch: int, epochs: float, rng: np.random.Gene
     """One Task per spec {"x": uint8 images, "y": labels, other per-sample values} (+ "x_mix", "y_mix" with
     mix_alpha).
 
-    Views of each step: "x" (the `view` augmentation, weak or strong) and "y"; with weak_too also "x_weak" (a weak
+    Views of each step: "x" (the `view` augmentation, weak or strong, or "none": the images as given) and "y"; with weak_too also "x_weak" (a weak
     view of the same images); with mix_alpha also "x_mix" / "y_mix" (a weak view of a batch of the mix data, its own
     E epochs; a spec with "mix_per_read" draws every mix sample afresh from all of x_mix instead, with replacement, as
     the authors' loader does) and "lam" (one lambda ~ Beta(a, a) per step). strong_options: augment.strong's shear
@@ -86,7 +86,7 @@ def make_tasks(specs: list[dict], batch: int, epochs: float, rng: np.random.Gene
 
     x = gather("x", "idx")
     strong = lambda t: augment.strong(t, flip, g, strong_variant, **(strong_options or {}))  # noqa: E731
-    views = {"x": split(augment.weak(x, flip, g) if view == "weak" else strong(x))}
+    views = {"x": split(x if view == "none" else augment.weak(x, flip, g) if view == "weak" else strong(x))}
     for key in specs[0]:   # y, and any other per-sample value a method gives its steps (e.g. a mask)
         if key not in ("x", "x_mix", "y_mix", "mix_per_read"):
             views[key] = split(gather(key, "idx"))

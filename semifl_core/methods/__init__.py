@@ -24,6 +24,11 @@ FEDAVG_FIXMATCH_CLIENTS = "fedavg-fixmatch-clients"
 FEDAVG_SL = "fedavg-sl"                         # FedDure's FedAvg-SL: every client sample labeled
 FIXMATCH = "fixmatch"                           # centralized FixMatch: the SSL ceiling (one model, data pooled)
 FL2 = "fl2"                                     # (FL)^2 (NeurIPS 2024): SemiFL's setting, few-label client training
+CBAFED = "cbafed"                               # CBAFed (CVPR 2023): labels at one client
+CBAFED_LOWER = "cbafed-labeled-only"            # its Table 1's lower bound: the labeled client alone
+CBAFED_UPPER = "cbafed-all-labeled"             # its upper bound: FedAvg with every client labeled
+CBAFED_FIXMATCH = "cbafed-fixmatch"             # FedAvg + FixMatch on CBAFed's placement and schedule
+CBAFED_METHODS = (CBAFED, CBAFED_LOWER, CBAFED_UPPER, CBAFED_FIXMATCH)
 
 # Where the labels are (Config.labels_at): at the server (SemiFL's setting), a few per class at every client
 # (FedDure's), or at one client only (CBAFed's).
@@ -49,6 +54,25 @@ FEDDURE_PROFILES = {
                   local_epochs=1.0, model="cnn", norm="bn", labels_at=CLIENTS, eval_every=10),
     "smoke": dict(num_clients=10, active_rate=0.3, rounds=2, lr=5e-4, weight_decay=0.0, client_batch=10,
                   local_epochs=1.0, model="cnn", norm="bn", labels_at=CLIENTS, client_labels=2, threshold=0.5),
+}
+# The fields CBAFed's family never reads (methods/cbafed.py: its own constant learning rates, epochs and batch plan).
+CBAFED_UNUSED = ("num_supervised", "mixup_alpha", "mix_loss", "global_pseudo_labels", "client_momentum", "finetune",
+                 "server_momentum", "server_batch", "server_epochs", "global_momentum", "sbn_source", "round_order",
+                 "mix_draws", "shear_resample", "cutout_size", "local_epochs", "strong_aug", "feddure_variant",
+                 "labeled_partition", "pseudo_label_rule", "sam_rho", "fl2_variant", "active_rate")
+# CBAFed's setting (its Section 4, and its code): K=10 clients, all of them every round, client 0 labeled (one tenth
+# of the data; ours balanced per class, RSCFed's split is Dirichlet), the rest Dir(0.8); 501 warm-up epochs and 501
+# rounds; SGD lr 0.03 (0.02 on unlabeled clients), momentum 0.9, weight decay 5e-4, clipping 5, batch 64; tau_h 0.95.
+# Its ResNet-18 is not here: `paper` runs ResNet-9. `small`: the CPU variant sized in README.md ("CBAFed's small
+# variant"): our CNN, 20 warm-up rounds and 20 federated rounds.
+_CBAFED = dict(num_clients=10, active_rate=1.0, partition="dir-0.8", labels_at=ONE_CLIENT, client_labels=600, lr=0.03,
+               momentum=0.9, weight_decay=5e-4, nesterov=False, clip_norm=5.0, client_batch=64, threshold=0.95,
+               norm="bn")
+CBAFED_PROFILES = {
+    "paper": dict(_CBAFED, model="resnet9", rounds=1002, cbafed_warmup=501, eval_every=1),
+    "small": dict(_CBAFED, model="cnn", rounds=40, cbafed_warmup=20, eval_every=5),
+    "smoke": dict(_CBAFED, model="cnn", num_clients=4, partition="dir-0.8", client_labels=10, client_batch=16,
+                  rounds=3, cbafed_warmup=1, threshold=0.5, eval_every=1),
 }
 
 
@@ -78,6 +102,9 @@ class Method:
 # server" (NeurIPS 2022, Section 3.1), and its ServerUpdate (Eq. 1) fine-tunes on them every round.
 _SEMIFL_WHY = ("SemiFL is defined with labels at the server (its Section 3.1: (x_s, y_s) at the server, clients "
                "unlabeled); its ServerUpdate (Eq. 1) has nothing to train on when the server holds no labels")
+
+_CBAFED_WHY = ("CBAFed's warm-up trains the labeled client and its server weighs it by |D_L|: it needs the labels on "
+               "one client among unlabeled ones (its setting)")
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -123,6 +150,18 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method(FEDAVG_SL, "FedAvg-SL (all labeled)", "semifl_core.methods.feddure_baselines:fedavg_sl_round",
            unused=SEMIFL_ONLY_FIELDS + ("threshold", "feddure_variant"), profiles=FEDDURE_PROFILES,
            placements=(CLIENTS, ONE_CLIENT)),
+    # CBAFed (CVPR 2023) and the rows of its Table 1, on its schedule (warm-up, epochs, residuals): methods/cbafed.py
+    Method(CBAFED, "CBAFed", "semifl_core.methods.cbafed:cbafed_round", unused=CBAFED_UNUSED,
+           profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,), why_not=_CBAFED_WHY),
+    Method(CBAFED_LOWER, "Lower bound (labeled client alone)", "semifl_core.methods.cbafed:labeled_only_round",
+           unused=CBAFED_UNUSED + ("threshold", "cbafed_variant"), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
+           why_not=_CBAFED_WHY),
+    Method(CBAFED_UPPER, "Upper bound (FedAvg, all labeled)", "semifl_core.methods.cbafed:all_labeled_round",
+           unused=CBAFED_UNUSED + ("threshold", "cbafed_variant"), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
+           why_not=_CBAFED_WHY),
+    Method(CBAFED_FIXMATCH, "FedAvg + FixMatch (CBAFed's schedule)", "semifl_core.methods.cbafed:fixmatch_round",
+           unused=CBAFED_UNUSED + ("cbafed_variant",), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
+           why_not=_CBAFED_WHY),
 )}
 
 

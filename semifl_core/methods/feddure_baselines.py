@@ -19,19 +19,22 @@ from ..tasks import make_tasks
 from .feddure import _adam, _step, client_tasks, federated_round, step_batches
 
 
+def labeled_client(exp, rnd: Round, c: int, model) -> tuple[int, list]:
+    """FedAvg*'s client: CE on its labeled part alone; (its labeled size, stats rows), (0, []) if it holds none."""
+    labeled, _, steps = client_tasks(exp, c, rnd)
+    if labeled is None:
+        return 0, []
+    opt, stats = _adam(model, exp.cfg.lr), []
+    for s in range(steps):
+        b, _ = step_batches(exp, labeled, None, s)
+        loss = F.cross_entropy(model(b["x"]), b["y"])
+        _step(opt, loss)
+        stats.append([loss.item(), math.nan, math.nan, math.nan, math.nan])
+    return len(exp.labeled_idx[c]), stats
+
+
 def fedavg_labeled_round(exp, st, rnd: Round) -> RoundRecord:
-    def train_client(c, model):
-        labeled, _, steps = client_tasks(exp, c, rnd)
-        if labeled is None:
-            return 0, []
-        opt, stats = _adam(model, exp.cfg.lr), []
-        for s in range(steps):
-            b, _ = step_batches(exp, labeled, None, s)
-            loss = F.cross_entropy(model(b["x"]), b["y"])
-            _step(opt, loss)
-            stats.append([loss.item(), math.nan, math.nan, math.nan, math.nan])
-        return len(exp.labeled_idx[c]), stats
-    return federated_round(exp, st, rnd, train_client)
+    return federated_round(exp, st, rnd, lambda c, model: labeled_client(exp, rnd, c, model))
 
 
 def fedavg_fixmatch_clients_round(exp, st, rnd: Round) -> RoundRecord:
@@ -39,8 +42,8 @@ def fedavg_fixmatch_clients_round(exp, st, rnd: Round) -> RoundRecord:
 
     def train_client(c, model):
         labeled, unlabeled, steps = client_tasks(exp, c, rnd)
-        if unlabeled is None:
-            return 0, []
+        if unlabeled is None:   # a client with labels only (one-client: client 0) trains as FedAvg*'s clients
+            return labeled_client(exp, rnd, c, model)
         opt, stats = _adam(model, exp.cfg.lr), []
         for s in range(steps):
             b, u = step_batches(exp, labeled, unlabeled, s)

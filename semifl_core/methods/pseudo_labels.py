@@ -27,11 +27,17 @@ RULES = (FIXED, CLASS_BALANCED, ALIGNED, CLIENT_ADAPTIVE)
 CBAFED_OFFSET = 0.84   # CBAFed's constant in tau_c = p_c + 0.84 - std(p)
 
 
-def class_balanced_thresholds(counts, tau_up: float) -> np.ndarray:
-    """CBAFed's thresholds from class counts: tau_c = min(p_c + 0.84 - std(p), tau_up), p = counts / sum * (C / 10)
-    (its code's scaling), std with ddof=1 (torch.std's default, which its code calls)."""
+def class_shares(counts) -> np.ndarray:
+    """CBAFed's p~: the class shares of counts sigma, times C / 10 (its paper's modified p~, and its code's)."""
     counts = np.asarray(counts, dtype=np.float64)
-    p = counts / counts.sum() * (len(counts) / 10)
+    return counts / counts.sum() * (len(counts) / 10)
+
+
+def class_balanced_thresholds(counts, tau_up: float) -> np.ndarray:
+    """CBAFed's thresholds from class counts: tau_c = min(p~_c + 0.84 - std(p~), tau_up), std with ddof=1 (its
+    paper's 1 / (C - 1), and torch.std's default, which its code calls). CBAFed itself (methods/cbafed.py) and the
+    class-balanced rule here call this one function."""
+    p = class_shares(counts)
     return np.minimum(p + CBAFED_OFFSET - p.std(ddof=1), tau_up)
 
 

@@ -1,0 +1,156 @@
+"""CBAFed (methods/cbafed.py): its thresholds and tail-class labels against a hand computation, its residual weight
+connections on a toy model, its aggregation weights and warm-up in a smoke run, its placement, and its bad input."""
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from semifl_core import partition as P
+from semifl_core.config import ConfigError, profile
+from semifl_core.methods import CBAFED, CBAFED_LOWER, SERVER, CLIENTS
+from semifl_core.methods import cbafed as CB
+from semifl_core.methods.pseudo_labels import class_balanced_thresholds
+from semifl_core.rounds import Round, RoundRecord
+from semifl_core.run import run
+
+
+# --------------------------------------------------------------------------- thresholds and labels by hand
+def test_thresholds_equal_the_hand_computation():
+    counts = [500, 300, 100, 50, 50, 0, 0, 0, 0, 0]                       # sum 1000, C = 10: p~ = counts / 1000
+    p = np.array(counts) / 1000
+    std = np.sqrt(((p - p.mean()) ** 2).sum() / 9)                         # unbiased: 1 / (C - 1)
+    assert np.allclose(class_balanced_thresholds(counts, 0.95), np.minimum(p + 0.84 - std, 0.95))
+    assert class_balanced_thresholds(counts, 0.95)[0] == 0.95              # capped at tau_h
+    assert np.isclose(class_balanced_thresholds(counts, 0.95)[9], 0.84 - std)   # an unseen class: lowest
+    shares100 = np.arange(1, 101, dtype=float)                            # C = 100: p~ scaled by C / 10
+    p100 = shares100 / shares100.sum() * 10
+    assert np.allclose(class_balanced_thresholds(shares100, 1.0), np.minimum(p100 + 0.84 - p100.std(ddof=1), 1.0))
+
+
+def test_tail_classes_and_second_choice_labels():
+    counts = np.array([400, 300, 200, 80, 20])   # p~ (C = 5, scaled by 5/10) = .2 .15 .1 .04 .01; beta / C = .06
+    assert CB.tail_classes(counts).tolist() == [False, False, False, True, True]
+    assert CB.tail_classes(counts, "code").tolist() == [False, False, False, False, True]   # p~ < 0.03
+    thresholds = np.array([0.9, 0.8, 0.7, 0.6, 0.5])
+    tail = np.array([False, False, False, True, True])
+    probs = np.array([
+        [0.95, 0.01, 0.01, 0.02, 0.01],   # confident in class 0 (0.95 > 0.9): label 0
+        [0.90, 0.01, 0.01, 0.07, 0.01],   # 0.90 is not > 0.9; second class 3 is a tail class: label 3
+        [0.50, 0.45, 0.01, 0.02, 0.02],   # unconfident, second class 1 is not a tail class: dropped
+        [0.05, 0.05, 0.75, 0.10, 0.05],   # confident in class 2 (0.75 > 0.7)
+        [0.10, 0.02, 0.03, 0.25, 0.60],   # class 4's 0.60 > 0.5: confident, label 4 (its second, 3, is not used)
+        [0.30, 0.05, 0.05, 0.20, 0.40],   # class 4 unconfident (0.40), second class 0 not tail: dropped
+    ])
+    keep, labels = CB.select(probs, thresholds, tail)
+    assert keep.tolist() == [0, 1, 3, 4] and labels.tolist() == [0, 3, 2, 4]
+
+
+# --------------------------------------------------------------------------- residual weight connections
+def _toy_state(value=0.0):
+    model = torch.nn.Linear(2, 1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(value)
+    return model
+
+
+def test_local_residual_after_epochs_0_5_10(monkeypatch):
+    """Each epoch 'trains' the weights to e + 1; the residual: R = 1 after epoch 0, theta = 0.8 R + 0.2 theta and
+    R = theta after epochs 5 and 10: 0.8 * 1 + 0.2 * 6 = 2, then 0.8 * 2 + 0.2 * 11 = 3.8."""
+    epochs = iter(range(1, 12))
+
+    def fake_train(exp, st, model, spec, lr, c, rnd, *a, **k):
+        value = float(next(epochs))
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(value)
+        return 0.0
+    monkeypatch.setattr(CB, "train_client", fake_train)
+    exp = SimpleNamespace(labeled_idx=[torch.arange(4)], data=SimpleNamespace(x_train=torch.zeros(4, 1),
+                                                                              y_train=torch.zeros(4)),
+                          cfg=SimpleNamespace(lr=0.03))
+    model = _toy_state()
+    CB.labeled_epochs(exp, None, model, None, CB.LABELED_EPOCHS)
+    assert torch.allclose(model.weight, torch.full_like(model.weight, 3.8))
+
+
+def test_global_residual_every_5_rounds(monkeypatch):
+    """Federated round t (0-based) trains the labeled client's weights to t + 1 and, alone, it is the aggregate;
+    R_g = the start (0); after rounds 5 and 10: 0.5 * 0 + 0.5 * 5 = 2.5, then 0.5 * 2.5 + 0.5 * 10 = 6.25."""
+    def fake_epochs(exp, st, model, rnd, epochs, with_residual=True):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.fill_(float(rnd.r + 1))
+        return 0.0
+    monkeypatch.setattr(CB, "labeled_epochs", fake_epochs)
+    cfg = SimpleNamespace(lr=0.03, cbafed_warmup=0, num_classes=2, threshold=0.95, cbafed_variant="paper",
+                          num_clients=3)
+    exp = SimpleNamespace(cfg=cfg, labeled_idx=[torch.arange(4)], data=SimpleNamespace(y_train=torch.tensor([0, 1, 0, 1])))
+    st = SimpleNamespace(model=_toy_state(), labeling={}, server_state=None, client_states={})
+    seen = []
+    for r in range(10):
+        rnd = Round(r, 0.03, np.random.default_rng(r), torch.Generator(), torch.device("cpu"), False, False,
+                    RoundRecord(round=r + 1, lr=0.03))
+        CB.cbafed_round(exp, st, rnd, part="labeled-only")
+        seen.append(round(st.model.weight[0, 0].item(), 6))
+    assert seen == [1, 2, 3, 4, 2.5, 6, 7, 8, 9, 6.25]
+
+
+# --------------------------------------------------------------------------- a smoke run: warm-up and weights
+def test_warmup_trains_the_labeled_client_alone_and_weights_are_sizes(monkeypatch, tmp_path):
+    trained, weights, selected = [], [], {}
+    real_train, real_fedavg, real_select = CB.train_client, CB.fedavg, CB.select
+
+    def spy_train(exp, st, model, spec, lr, c, rnd, *a, **k):
+        trained.append((rnd.r, c))
+        return real_train(exp, st, model, spec, lr, c, rnd, *a, **k)
+
+    def spy_fedavg(states, sizes):
+        weights.append(list(sizes))
+        return real_fedavg(states, sizes)
+
+    def spy_select(probs, thresholds, tail):
+        keep, labels = real_select(probs, thresholds, tail)
+        selected.setdefault(len(weights), []).append(len(keep))
+        return keep, labels
+    monkeypatch.setattr(CB, "train_client", spy_train)
+    monkeypatch.setattr(CB, "fedavg", spy_fedavg)
+    monkeypatch.setattr(CB, "select", spy_select)
+    cfg = profile("smoke", algorithm=CBAFED, rounds=4, cbafed_warmup=2, threshold=0.3)
+    run(cfg, tmp_path, device="cpu", progress=False)
+    assert {c for r, c in trained if r < 2} == {0}, "a client other than the labeled one trained in the warm-up"
+    assert len(weights) == 2, "the warm-up aggregated"
+    labeled_size = 10 * cfg.client_labels
+    for i, w in enumerate(weights):   # |D_L|, then each training client's number of selected images
+        assert w[0] == labeled_size and w[1:] == [n for n in selected[i] if n]
+    assert any(n > 0 for n in selected[1]), "no unlabeled client was selected: the weights were not checked"
+    assert {c for r, c in trained if r >= 2} > {0}
+
+
+def test_one_labeled_client_holds_labels_only():
+    labels = np.random.default_rng(0).permutation(np.repeat(np.arange(10), 200))
+    cfg = profile("smoke", algorithm=CBAFED)
+    server, clients, labeled = P.make_split(cfg, labels)
+    assert len(clients[0]) == 0 and len(labeled[0]) == 10 * cfg.client_labels
+    assert all(len(c) for c in clients[1:]) and all(len(x) == 0 for x in labeled[1:])
+    every = np.concatenate([*clients, labeled[0]])
+    assert len(every) == len(np.unique(every)) == len(labels)
+
+
+# --------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("changes, field", [
+    (dict(labels_at=SERVER), "labels_at="), (dict(labels_at=CLIENTS), "labels_at="),
+    (dict(cbafed_variant="released"), "cbafed_variant="), (dict(threshold=0.0), "threshold="),
+    (dict(threshold=1.5), "threshold="), (dict(cbafed_warmup=3), "cbafed_warmup="),
+    (dict(cbafed_warmup=-1), "cbafed_warmup=")])
+def test_bad_cbafed_input_is_one_line(changes, field):
+    with pytest.raises(ConfigError) as err:
+        profile("smoke", algorithm=CBAFED, **changes)
+    msg = str(err.value)
+    assert msg.startswith(field) and "\n" not in msg
+
+
+def test_the_lower_bound_never_reads_the_threshold():
+    a, b = (profile("small", algorithm=CBAFED_LOWER, threshold=t) for t in (0.95, 0.5))
+    assert a.key() == b.key()
