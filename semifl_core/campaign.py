@@ -82,7 +82,13 @@ def feddure_200() -> list[tuple[str, Config]]:
             for s in (0, 1, 2)]
 
 
-QUEUES = {"horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
+def cbafed() -> list[tuple[str, Config]]:
+    """CBAFed's Table 1 at the small profile (issue 27), seeds 0-2: CBAFed and its lower bound first."""
+    cfgs = C.cbafed_configs("small", "fashionmnist")
+    return [(f"cbafed: {label} (seed {s})", cfg.replace(seed=s)) for label, cfg in cfgs.items() for s in (0, 1, 2)]
+
+
+QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
           "feddure_200": feddure_200}
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from ..config import profile
-from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
+from ..methods import (CBAFED_METHODS, FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
                        FIXMATCH, FL2, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
 from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS  # noqa: F401
 from .runs import make, run_all
@@ -338,3 +338,11 @@ def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
     keep = {k: v for k, v in cfgs.items() if k.split(" | ")[0] in (*rows, FIXED) and "instrumented" not in k}
     return {**{f"{k} | {partition}": v.replace(partition=partition) for k, v in keep.items()},
             label_of(PARTIALLY_SUPERVISED): cfgs[label_of(PARTIALLY_SUPERVISED)]}
+
+
+# CBAFed's Table 1 (notebooks/cbafed_table1): CBAFed, its lower and upper bounds and FedAvg + FixMatch, all on its
+# placement and schedule (methods/cbafed.py).
+def cbafed_configs(p, dataset, rounds=None) -> dict:
+    """{row label: Config} at profile p; `rounds` (if given) keeps the profile's split: half warm-up, half federated."""
+    extra = {} if rounds is None else {"rounds": int(rounds), "cbafed_warmup": int(rounds) // 2}
+    return {label_of(m): profile(p, dataset, algorithm=m, **extra) for m in CBAFED_METHODS}

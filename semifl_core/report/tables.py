@@ -509,3 +509,23 @@ def horizon_table(df) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["R", "SemiFL", "Partially Supervised", "FixMatch (centralized)",
                                        "SemiFL - Partially", "gap closed (%), final", "gap closed (%), last 10 %",
                                        "SemiFL above Partially", "FixMatch above Partially"]).set_index("R")
+
+
+def cbafed_table(df, cfgs: dict) -> pd.DataFrame:
+    """CBAFed's Table 1 on our runs (df: run_all over configs.cbafed_configs, cfgs those configs): per row the final
+    and best test accuracy, mean (std) n, and what ran (model, warm-up + federated rounds, seeds), beside CBAFed's
+    published Fashion-MNIST number (theirs: ResNet-18, 501 + 501 rounds); then the published rows we do not run."""
+    from ..methods import CBAFED_METHODS
+    rows = []
+    for m in CBAFED_METHODS:
+        label, cfg = label_of(m), cfgs[label_of(m)]
+        at = df[df.label == label] if len(df) else df
+        seeds = ", ".join(str(s) for s in sorted(at.seed)) if len(at) else "-"
+        rows.append({"method": label, "ours, final": mean_std(at.final_acc if len(at) else []),
+                     "ours, best": mean_std(at.best_acc if len(at) else []),
+                     "ours: what ran": f"{cfg.model}, {cfg.cbafed_warmup} warm-up + {cfg.rounds - cfg.cbafed_warmup} "
+                                       f"rounds, seeds {seeds}",
+                     "CBAFed paper (theirs)": paper.CBAFED_TABLE1.get(m, "-")})
+    rows += [{"method": k, "ours, final": "", "ours, best": "", "ours: what ran": "",
+              "CBAFed paper (theirs)": v} for k, v in paper.CBAFED_PAPER_ONLY.items()]
+    return pd.DataFrame(rows)
