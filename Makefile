@@ -5,7 +5,8 @@
 # committed notebooks against the committed results (SEMIFL_NO_TRAIN=1: nothing trains; a run missing from results/
 # is left out and named in the notebook, and its cells say "not run").
 # `make test-distributed`: installs the [distributed] extra (Flower, Ray) and runs the tests of its adapters.
-# `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each).
+# `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each),
+# then regenerate README.md's results block from them (python -m semifl_core.report.readme).
 # `make notebooks`: re-execute every notebook in place, training the runs it needs that are missing (hours on a
 # CPU; resumable: stop it and start again, finished runs are kept). Commit results/ text and the notebooks after.
 VENV ?= .venv
@@ -36,6 +37,7 @@ test-distributed: $(VENV)/.installed
 
 render: $(VENV)/.installed
 	for nb in $(NOTEBOOKS); do SEMIFL_NO_TRAIN=1 $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
+	$(PY) -m semifl_core.report.readme
 
 notebooks: $(VENV)/.installed
 	for nb in $(NOTEBOOKS); do $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done

@@ -89,8 +89,24 @@ base = df[(df.method == 'fixed') & (df.num_supervised == n40)]
 report.authors_details_table(details, base)
 
 # %% [markdown]
+# ## Non-IID K=2: the two best rows at the profile's N_S
+#
+# The rule, fixed before any of these runs: the two rows other than the fixed rule (a rule inside SemiFL, or (FL)²) with the highest mean final accuracy at N_S=100 under IID, seeds 0-2 (`configs.best_two_rules`), run under Non-IID K=2 beside the fixed rule and Partially Supervised (whose runs Table 1 shares).
+
+# %%
+n_top = max(n for _, n in few_ns)
+best = configs.best_two_rules(profile, ds, n_top, results_dir)
+print(f'the two best rows at N_S={n_top}, IID:', best or 'not known yet (not every IID run of seeds 0-2 is in)')
+noniid = report.run_all(configs.few_label_noniid_configs(profile, ds, n_top, best), seed_list, results_dir, device) if best else df.iloc[:0]
+
+# %%
+# NBVAL_CHECK_OUTPUT
+noniid_table = report.few_label_noniid_table(noniid, best)
+noniid_table
+
+# %% [markdown]
 # ## Claims
 
 # %%
 # NBVAL_CHECK_OUTPUT
-report.few_label_claims(df, [n for _, n in few_ns])
+report.few_label_claims(df, [n for _, n in few_ns], noniid_table)

@@ -51,6 +51,7 @@ if not isinstance(seed, (int, np.integer)) or not isinstance(repetitions, (int, 
     raise ConfigError(f'seed={seed!r}, repetitions={repetitions!r}: need an integer seed and at least 2 repetitions')
 sns.set_theme(style='whitegrid')
 pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', None)
+report.plain_tables()                                          # tables without pandas' row numbers
 
 task = theory.Task(alpha=1.0, q=1.0, v=1.0, s=1.0)          # w = 0.8, rho = 0.5, eps = 0.5 (the band is all of [0, 1])
 C_H, C_DELTA = 0.5, 1.0                                       # h = C_H n^(-1/D), delta = C_DELTA h^q

@@ -170,3 +170,37 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path):
     keep = [c for c in a.columns if not c.startswith("time_")]
     pd.testing.assert_frame_equal(a[keep], b[keep], check_exact=True)
     assert a.label_ratio.max() > 0, "no unlabeled image was selected: the counts were not exercised"
+
+
+@pytest.mark.parametrize("variant", ["paper", "code"])
+def test_unlabeled_clients_train_on_the_images_the_variant_says(monkeypatch, tmp_path, variant):
+    """paper: a client's selected images, raw (make_tasks draws a fresh weak view); code: the very weak views the
+    global model pseudo-labeled, less a last batch of one image."""
+    seen, checked = {}, []
+    real_predict, real_select, real_train = CB.predict, CB.select, CB.train_client
+
+    def spy_predict(model, images, mean, std):
+        seen["view"] = images
+        return real_predict(model, images, mean, std)
+
+    def spy_select(probs, thresholds, tail):
+        seen["keep"], labels = real_select(probs, thresholds, tail)
+        return seen["keep"], labels
+
+    def spy_train(exp, st, model, spec, lr, c, rnd, *a, **k):
+        if c != CB.LABELED:
+            keep = torch.as_tensor(seen["keep"])
+            raw = exp.data.x_train[exp.client_idx[c]][keep]
+            want = seen["view"][keep] if variant == "code" else raw
+            if variant == "code" and len(keep) % exp.cfg.client_batch == 1:
+                want = want[:-1]
+            assert torch.equal(spec["x"], want) and k.get("view") == ("none" if variant == "code" else "weak")
+            assert not torch.equal(seen["view"][keep], raw), "the weak view equals the raw images: nothing tested"
+            checked.append(c)
+        return real_train(exp, st, model, spec, lr, c, rnd, *a, **k)
+    monkeypatch.setattr(CB, "predict", spy_predict)
+    monkeypatch.setattr(CB, "select", spy_select)
+    monkeypatch.setattr(CB, "train_client", spy_train)
+    run(profile("smoke", algorithm=CBAFED, cbafed_variant=variant, threshold=0.3), tmp_path, device="cpu",
+        progress=False)
+    assert checked, "no unlabeled client trained"

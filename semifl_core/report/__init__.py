@@ -1,7 +1,7 @@
 """What the notebooks share, by job: runs (configs per profile, running them, reading them back), configs (the runs of
 each paper item), paper (the paper's numbers), tables, figures, rule (verdicts) and claims. Data flows
-runs -> configs -> tables / figures -> claims. Re-exported below: the names the notebooks, the CLI, the tests and the
-docs call as `report.<name>`."""
+runs -> configs -> tables / figures -> claims; readme (README.md's results block, from the executed notebooks) reads
+them all. Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (cbafed_claims, diagnosis_findings, feddure_claims, few_label_claims, horizon_claims, figure2_claims, figure6_claims,
                      learning_curve_claims,
@@ -14,8 +14,8 @@ from .figures import (augmentation_grid, few_label_curves, horizon_figure, linep
                       stage_curves, with_baselines)
 from .paper import ABLATION_PARTITIONS
 from .rule import RULE, above, at_least, every
-from .runs import (COLUMNS, REPO, curves, describe, grid, make, notebook_setup, repo_path, run_all, run_pairs,
+from .runs import (COLUMNS, REPO, curves, describe, grid, make, notebook_setup, plain_tables, repo_path, run_all, run_pairs,
                    runs_summary, seeds_of, shown, train_minutes)
-from .tables import (authors_details_table, cbafed_table, class_table, cost_table, horizon_points, horizon_table, feddure_table, few_label_table, fsl_plateau, gap_table, mean_std, ns_rule,
+from .tables import (authors_details_table, cbafed_table, class_table, cost_table, horizon_points, horizon_table, feddure_table, few_label_noniid_table, few_label_table, fsl_plateau, gap_table, mean_std, ns_rule,
                      profile_differences, rounds_rule, scale_table, split_table, stage_table, suspects_table, table1,
                      table2, table3, table4, table5)

@@ -278,9 +278,10 @@ def feddure_claims(df, metric="final_acc") -> pd.DataFrame:
     ])
 
 
-def few_label_claims(df, ns) -> pd.DataFrame:
+def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:
     """The few-label study's claims: per N_S in `ns`, the paper's rule and each other rule against Partially
-    Supervised, and each other rule against the paper's (final round, RULE); a rule not run says so."""
+    Supervised, and each other rule against the paper's (final round, RULE); a rule not run says so. `noniid` (the
+    follow-up's tables.few_label_noniid_table) adds its verdicts under Non-IID K=2."""
     from ..methods.pseudo_labels import FIXED, RULES
     from .configs import few_label_rows
     items = []
@@ -295,6 +296,10 @@ def few_label_claims(df, ns) -> pd.DataFrame:
             if rule != FIXED:
                 items.append((f"[N_S={n}] {name if rule not in RULES else f'the {rule} rule'} beats SemiFL's fixed "
                               "tau", above(v(rule), v(FIXED)), f"{mean_std(v(rule))} vs {mean_std(v(FIXED))}"))
+    for _, r in (noniid if noniid is not None else pd.DataFrame()).iterrows():
+        for col, other in (("beats Partially Supervised", "Partially Supervised"), ("beats the fixed rule", FIXED)):
+            if r[col] != "-":
+                items.append((f"[Non-IID K=2, N_S={max(ns)}] {r['row']} beats {other}", r[col], r["final"]))
     return claims(items)
 
 

@@ -28,15 +28,29 @@ def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_d
     if shell is not None:
         shell.set_custom_exc(_one_line_errors(), _show_one_line)
         check_injected(shell.history_manager.input_hist_raw)
+    plain_tables()
     check_parameters(profile_name, seed, seeds, dataset, rounds, device)
     import seaborn as sns
-    pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', 120)
+    pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', None)
     sns.set_theme(style='whitegrid')
     seed_list, pairs = seeds_of(seed, seeds), grid(profile_name, dataset)
     if describes:
         print(describe(profile_name, pairs, device, seed_list, rounds))
     print('results:', shown(repo_path('results', results_dir)), '| figures:', shown(repo_path('figures', figures_dir)))
     return seed_list, pairs
+
+
+def plain_tables() -> None:
+    """In a notebook's kernel, tables show as the paper prints them: a DataFrame whose index is pandas' row numbers
+    (0, 1, 2, ...) is displayed without that column (HTML and text); a named index (a method, a rule) stays."""
+    shell = _kernel()
+    if shell is None:
+        return
+    numbered = lambda df: isinstance(df.index, pd.RangeIndex)  # noqa: E731
+    shell.display_formatter.formatters["text/html"].for_type(
+        pd.DataFrame, lambda df: df.to_html(index=not numbered(df), notebook=True))
+    shell.display_formatter.formatters["text/plain"].for_type(
+        pd.DataFrame, lambda df, p, cycle: p.text(df.to_string(index=not numbered(df))))
 
 
 def _kernel():
@@ -226,6 +240,8 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
               f"out of everything below: {'; '.join(left[:6])}{'; ...' if len(left) > 6 else ''}")
         jobs = [job for i, job in enumerate(jobs) if i in done]
         done, todo = {k: done[i] for k, i in enumerate(sorted(done))}, []
+    elif no_train() and jobs:
+        print(f"SEMIFL_NO_TRAIN is set: all {len(jobs)} runs are in {shown(results_dir)}")
     swept = backend == "ray" and bool(todo)
     if swept:   # with its own bar; a failed run: SweepError naming it, once the others have finished
         from ..sweep import sweep

@@ -529,3 +529,20 @@ def cbafed_table(df, cfgs: dict) -> pd.DataFrame:
     rows += [{"method": k, "ours, final": "", "ours, best": "", "ours: what ran": "",
               "CBAFed paper (theirs)": v} for k, v in paper.CBAFED_PAPER_ONLY.items()]
     return pd.DataFrame(rows)
+
+
+def few_label_noniid_table(df, best) -> pd.DataFrame:
+    """The few-label follow-up under Non-IID K=2 (df: run_all over configs.few_label_noniid_configs): per row (the
+    `best` rows, the fixed rule, Partially Supervised) the final accuracy and RULE's verdicts against Partially
+    Supervised and the fixed rule; a row not run says so."""
+    from ..methods.pseudo_labels import FIXED
+    columns = ["row", "final", "beats Partially Supervised", "beats the fixed rule"]
+    if not best:
+        return pd.DataFrame(columns=columns)
+    row = df.label.str.split(" | ", regex=False).str[0] if len(df) else pd.Series(dtype=str)
+    v = lambda r: df[row == r].sort_values("seed").final_acc.to_numpy(float) if len(df) else []  # noqa: E731
+    psl, fixed = v(label_of(PARTIALLY_SUPERVISED)), v(FIXED)
+    return pd.DataFrame([{"row": r, "final": mean_std(v(r)),
+                          "beats Partially Supervised": above(v(r), psl) if r != label_of(PARTIALLY_SUPERVISED) else "-",
+                          "beats the fixed rule": above(v(r), fixed) if r not in (FIXED, label_of(PARTIALLY_SUPERVISED))
+                          else "-"} for r in (*best, FIXED, label_of(PARTIALLY_SUPERVISED))], columns=columns)
