@@ -40,11 +40,16 @@ def _wait_for(check, what, timeout=180):
         time.sleep(0.02)
 
 
+# How long a holder waits at most: far longer than two smoke runs take on Ray even on a loaded 2-core machine (measured
+# here: 120 s was not enough beside two 1-thread training processes); a sweep that blocked on a held run never ends.
+HOLD_S = 600
+
+
 def _holder_script(path, until: str = "") -> str:
-    """A process that holds run directory `path` until the file `until` exists (or 120 s pass: exit code 3)."""
+    """A process that holds run directory `path` until the file `until` exists (or HOLD_S pass: exit code 3)."""
     return (f"import time, pathlib, sys\nfrom semifl_core import results\n"
             f"with results.hold(pathlib.Path({str(path)!r})):\n"
-            f"    print('held', flush=True)\n    end = time.time() + 120\n"
+            f"    print('held', flush=True)\n    end = time.time() + {HOLD_S}\n"
             f"    while not pathlib.Path({until!r}).exists():\n"
             f"        time.sleep(0.05)\n        if time.time() > end: sys.exit(3)\n")
 
@@ -291,7 +296,7 @@ class TestOnRay:
         finally:
             done.set()
             watcher.join()
-            codes = [h.wait(timeout=150) for h in holders]
+            codes = [h.wait(timeout=HOLD_S + 30) for h in holders]
         assert codes == [0, 0]   # released because the other runs finished while the held ones were left aside
         assert out.failures == {} and out.trained == 4
         held_done = min((p / "summary.json").stat().st_mtime_ns for p in paths[:2])
