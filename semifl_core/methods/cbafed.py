@@ -62,7 +62,6 @@ UNLABELED_LR = 0.02       # the unlabeled clients' SGD learning rate (the labele
 TAIL_BETA = 0.3           # beta: tail classes are p~ < beta / C (0.03 for ten classes, the code's constant)
 CODE_TAIL = 0.03          # the code's tail bound, for every C
 LABELED = 0               # the labeled client's id
-PARTS = ("semi", "labeled-only", "all-labeled", "fixmatch")
 
 
 # ---------------------------------------------------------------------- the pieces the tests check by hand
