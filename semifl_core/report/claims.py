@@ -14,7 +14,7 @@ from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENT
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
 from .rule import above, at_least, every, verdict
 from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, feddure_values, mean_std, paper_table4, profile_table4,
-                     same_value, select, split_table, stage_change, stage_halves, stage_table, suspects_table)
+                     same_value, seed_values, select, split_table, stage_change, stage_halves, stage_table, suspects_table)
 
 
 def claims(items: list) -> pd.DataFrame:
@@ -286,8 +286,7 @@ def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:
     from .configs import few_label_rows
     items = []
     for n in ns:
-        at = df[df.num_supervised == n] if len(df) else df
-        v = lambda m: at[at.method == m].sort_values("seed").final_acc.to_numpy(float)   # noqa: E731
+        v = lambda m: seed_values(df, num_supervised=n, method=m)   # noqa: E731
         psl = v(label_of(PARTIALLY_SUPERVISED))
         for rule in few_label_rows():
             name = f"SemiFL with the {rule} rule" if rule in RULES else rule
@@ -309,9 +308,7 @@ def horizon_claims(df, horizons) -> pd.DataFrame:
     from .tables import horizon_points
     pts, items = horizon_points(df), []
     for r in horizons:
-        v = lambda m: (df[(df.R == r) & (df.method == label_of(m))].sort_values("seed").final_acc.to_numpy(float)  # noqa: E731
-                       if len(df) else np.array([]))
-        semi, psl, fm = v(SEMIFL), v(PARTIALLY_SUPERVISED), v(FIXMATCH)
+        semi, psl, fm = (seed_values(df, R=r, method=label_of(m)) for m in (SEMIFL, PARTIALLY_SUPERVISED, FIXMATCH))
         closed = 100 * pts[pts.R == r]["gap closed, final"].to_numpy(float)
         items.append((f"[R={r}] SemiFL beats Partially Supervised", above(semi, psl),
                       f"{mean_std(semi)} vs {mean_std(psl)}"))
@@ -326,9 +323,7 @@ def horizon_claims(df, horizons) -> pd.DataFrame:
 def cbafed_claims(df) -> pd.DataFrame:
     """CBAFed's Table 1 claims on our runs (final round, RULE)."""
     from ..methods import CBAFED_METHODS
-    v = lambda m: (df[df.label == label_of(m)].sort_values("seed").final_acc.to_numpy(float)  # noqa: E731
-                   if len(df) else np.array([]))
-    cb, lower, upper, fixmatch = (v(m) for m in CBAFED_METHODS)
+    cb, lower, upper, fixmatch = (seed_values(df, label=label_of(m)) for m in CBAFED_METHODS)
     return claims([
         ("CBAFed beats its lower bound, the labeled client alone (theirs: 85.49 vs 78.26 with residual)",
          above(cb, lower), f"{mean_std(cb)} vs {mean_std(lower)}"),

@@ -34,6 +34,14 @@ def mean_std(values) -> str:
     return f"{v.mean():.1f} (n=1)" if len(v) == 1 else f"{v.mean():.1f} ({v.std(ddof=0):.1f}) n={len(v)}"
 
 
+def seed_values(df, metric: str = "final_acc", **match) -> np.ndarray:
+    """`metric` of the rows of df whose columns equal `match` (e.g. method=..., R=...), ordered by seed; an empty
+    array where none (or df is an empty store's frame)."""
+    for column, value in match.items():
+        df = df[df[column] == value]
+    return df.sort_values("seed")[metric].to_numpy(float)
+
+
 def side_by_side(rows: list[dict], paper_label: str, ours_label: str = "this run") -> pd.DataFrame:
     """rows: dicts with index columns plus 'paper' and 'ours' -> DataFrame with the paper's column (named
     paper_label, e.g. 'paper (CIFAR-10, N_S=250)') next to 'this run'."""
@@ -497,8 +505,7 @@ def horizon_table(df) -> pd.DataFrame:
     rows = []
     for r in sorted(df[df.R > 0].R.unique()):
         p = pts[pts.R == r]
-        v = lambda m: df[(df.R == r) & (df.method == label_of(m))].sort_values("seed").final_acc.to_numpy(float)  # noqa: E731
-        semi, psl, fm = v(SEMIFL), v(PARTIALLY_SUPERVISED), v(FIXMATCH)
+        semi, psl, fm = (seed_values(df, R=r, method=label_of(m)) for m in (SEMIFL, PARTIALLY_SUPERVISED, FIXMATCH))
         rows.append({"R": r, "SemiFL": mean_std(semi), "Partially Supervised": mean_std(psl),
                      "FixMatch (centralized)": mean_std(fm) if len(fm) else "-",
                      "SemiFL - Partially": mean_std(p["SemiFL, final"] - p["Partially, final"]),
@@ -519,10 +526,9 @@ def cbafed_table(df, cfgs: dict) -> pd.DataFrame:
     rows = []
     for m in CBAFED_METHODS:
         label, cfg = label_of(m), cfgs[label_of(m)]
-        at = df[df.label == label] if len(df) else df
-        seeds = ", ".join(str(s) for s in sorted(at.seed)) if len(at) else "-"
-        rows.append({"method": label, "ours, final": mean_std(at.final_acc if len(at) else []),
-                     "ours, best": mean_std(at.best_acc if len(at) else []),
+        at = df[df.label == label]
+        seeds = ", ".join(str(s) for s in sorted(at.seed)) or "-"
+        rows.append({"method": label, "ours, final": mean_std(at.final_acc), "ours, best": mean_std(at.best_acc),
                      "ours: what ran": f"{cfg.model}, {cfg.cbafed_warmup} warm-up + {cfg.rounds - cfg.cbafed_warmup} "
                                        f"rounds, seeds {seeds}",
                      "CBAFed paper (theirs)": paper.CBAFED_TABLE1.get(m, "-")})
@@ -539,8 +545,8 @@ def few_label_noniid_table(df, best) -> pd.DataFrame:
     columns = ["row", "final", "beats Partially Supervised", "beats the fixed rule"]
     if not best:
         return pd.DataFrame(columns=columns)
-    row = df.label.str.split(" | ", regex=False).str[0] if len(df) else pd.Series(dtype=str)
-    v = lambda r: df[row == r].sort_values("seed").final_acc.to_numpy(float) if len(df) else []  # noqa: E731
+    df = df.assign(row=df.label.astype(str).str.split(" | ", regex=False).str[0])
+    v = lambda r: seed_values(df, row=r)  # noqa: E731
     psl, fixed = v(label_of(PARTIALLY_SUPERVISED)), v(FIXED)
     return pd.DataFrame([{"row": r, "final": mean_std(v(r)),
                           "beats Partially Supervised": above(v(r), psl) if r != label_of(PARTIALLY_SUPERVISED) else "-",
