@@ -132,30 +132,15 @@ def lane(jobs, results_dir="results", data_root=None, say=print) -> int:
     return trained
 
 
-def _minutes_per_round() -> dict:
-    """(algorithm, num_supervised) -> median training minutes per round over the committed runs (the estimate)."""
-    import json
-
-    import numpy as np
-
-    from .report.runs import train_minutes
-    per = {}
-    for s in Path(C.__file__).resolve().parents[2].glob("results/*/summary.json"):
-        cfg = json.loads((s.parent / "config.json").read_text())["config"]
-        per.setdefault((cfg["algorithm"], cfg["num_supervised"]), []).append(train_minutes(s.parent) /
-                                                                            cfg["rounds"])
-    return {k: float(np.median(v)) for k, v in per.items()}
-
-
 def listing(jobs, results_dir="results") -> str:
-    per, lines, todo = _minutes_per_round(), [], 0.0
+    from .report.runs import estimate_minutes, minutes_per_round
+    lines, todo = [], []
     for label, cfg in jobs:
         state = results.open_run(results_dir, cfg).state
         if state != "complete":
-            same = [v for (alg, ns), v in per.items() if alg == cfg.algorithm]   # else SemiFL's rate, a lower bound
-            rate = per.get((cfg.algorithm, cfg.num_supervised)) or (same[0] if same else per[(C.SEMIFL, 100)])
-            todo += rate * cfg.rounds
+            todo.append(cfg)
         lines.append(f"{state:10s} {label}")
+    todo = estimate_minutes(todo, minutes_per_round(results_dir))
     missing = sum(1 for ln in lines if not ln.startswith("complete"))
     lines.append(f"{len(jobs)} runs, {missing} to train: about {todo / 60:.1f} CPU hours (median minutes per round "
                  "of the committed runs of the same method, else SemiFL's; semi-supervised rounds grow with the label "

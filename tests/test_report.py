@@ -3,6 +3,7 @@ rendering from the results store alone (SEMIFL_NO_TRAIN)."""
 import ast
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -76,6 +77,7 @@ def test_the_sizing_rule_reproduces_the_small_profile():
 def test_without_training_missing_runs_are_left_out_and_named(tmp_path, monkeypatch, capsys):
     cfg = profile("smoke", rounds=1)
     report.run_all({"done": cfg}, [0], tmp_path, device="cpu", workers=1)          # trains one run
+    assert "1 of 1 runs are not in" in capsys.readouterr().out                     # said before training
     monkeypatch.setenv("SEMIFL_NO_TRAIN", "1")
     df = report.run_all({"done": cfg, "missing": cfg.replace(local_epochs=2.0)}, [0, 1], tmp_path, device="cpu")
     assert list(zip(df.label, df.seed)) == [("done", 0)] and df.reused.all()
@@ -83,6 +85,17 @@ def test_without_training_missing_runs_are_left_out_and_named(tmp_path, monkeypa
     assert "3 of 4 runs are not in" in out and "missing (seed 1)" in out and "done (seed 1)" in out
     empty = report.run_all({"missing": cfg.replace(local_epochs=2.0)}, [0], tmp_path, device="cpu")
     assert empty.empty and list(empty.columns) == report.COLUMNS
+
+
+def test_the_time_estimate_takes_the_closest_committed_rate():
+    """A run to train is priced at the store's minutes per round of the same method and N_S, else of the same method,
+    else of SemiFL at N_S=100; an empty store gives no number, not zero."""
+    per = {("semifl", 100): 0.5, ("semifl", 40): 0.2, ("fedavg-fixmatch", 100): 1.0}
+    cfgs = [profile("smoke", algorithm="semifl", num_supervised=40, rounds=10),                 # 0.2 x 10
+            profile("smoke", algorithm="fedavg-fixmatch", num_supervised=250, rounds=4),        # 1.0 x 4
+            profile("smoke", algorithm="partially-supervised", num_supervised=40, rounds=2)]    # 0.5 x 2
+    assert report.estimate_minutes(cfgs, per) == pytest.approx(2 + 4 + 1)
+    assert np.isnan(report.estimate_minutes(cfgs, {}))
 
 
 def test_split_table_names_columns_by_split_and_needs_two_splits_for_a_range():

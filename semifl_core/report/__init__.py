@@ -14,7 +14,8 @@ from .figures import (augmentation_grid, few_label_curves, horizon_figure, linep
                       stage_curves, with_baselines)
 from .paper import ABLATION_PARTITIONS
 from .rule import RULE, above, at_least, every
-from .runs import (COLUMNS, REPO, curves, describe, grid, make, notebook_setup, plain_tables, repo_path, run_all, run_pairs,
+from .runs import (COLUMNS, REPO, curves, describe, estimate_minutes, grid, make, minutes_per_round, notebook_setup,
+                   plain_tables, repo_path, run_all, run_pairs,
                    runs_summary, seeds_of, shown, train_minutes)
 from .tables import (authors_details_table, cbafed_table, class_table, cost_table, horizon_points, horizon_table, feddure_table, few_label_noniid_table, few_label_table, fsl_plateau, gap_table, mean_std, ns_rule,
                      profile_differences, rounds_rule, scale_table, split_table, stage_table, suspects_table, table1,

@@ -242,6 +242,11 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
         done, todo = {k: done[i] for k, i in enumerate(sorted(done))}, []
     elif no_train() and jobs:
         print(f"SEMIFL_NO_TRAIN is set: all {len(jobs)} runs are in {shown(results_dir)}")
+    if todo:
+        est = estimate_minutes([jobs[i][1] for i in todo], minutes_per_round(results_dir))
+        print(f"{len(todo)} of {len(jobs)} runs are not in {shown(results_dir)} and train now: "
+              + (f"about {est:.0f} CPU minutes at the committed runs' median minutes per round (their machine, one "
+                 "thread per run)" if est == est else "no committed run to estimate their time from"))
     swept = backend == "ray" and bool(todo)
     if swept:   # with its own bar; a failed run: SweepError naming it, once the others have finished
         from ..sweep import sweep
@@ -306,6 +311,29 @@ def run_pairs(builder, p, pairs, seeds, results_dir, device="auto", rounds=None,
     df["method"] = df.label.str.split(" | ", regex=False).str[0]
     df["pair"] = [f"{paper.DATASET_NAMES.get(d, d)}, N_S={n}" for d, n in zip(df.dataset, df.num_supervised)]
     return df
+
+
+def minutes_per_round(results_dir=None) -> dict:
+    """(algorithm, num_supervised) -> the median training minutes per round of the store's complete runs."""
+    import json
+    per = {}
+    for s in repo_path("results", results_dir).glob("*/summary.json"):
+        cfg = json.loads((s.parent / "config.json").read_text())["config"]
+        per.setdefault((cfg["algorithm"], cfg["num_supervised"]), []).append(train_minutes(s.parent) / cfg["rounds"])
+    return {k: float(np.median(v)) for k, v in per.items()}
+
+
+def estimate_minutes(cfgs, per: dict) -> float:
+    """CPU minutes to train `cfgs` at the rates `per` (minutes_per_round): the same method at the same N_S, else the
+    same method, else SemiFL at N_S=100; NaN when the store has no run to go by. A floor more than a forecast:
+    semi-supervised rounds grow with the label ratio, so long runs take longer."""
+    from ..methods import SEMIFL
+    total = 0.0
+    for cfg in cfgs:
+        same = [v for (alg, _), v in per.items() if alg == cfg.algorithm]
+        rate = per.get((cfg.algorithm, cfg.num_supervised)) or (same[0] if same else per.get((SEMIFL, 100)))
+        total += rate * cfg.rounds if rate is not None else float("nan")
+    return total
 
 
 def train_minutes(path) -> float:
