@@ -295,10 +295,14 @@ def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:
             if rule != FIXED:
                 items.append((f"[N_S={n}] {name if rule not in RULES else f'the {rule} rule'} beats SemiFL's fixed "
                               "tau", above(v(rule), v(FIXED)), f"{mean_std(v(rule))} vs {mean_std(v(FIXED))}"))
-    for _, r in (noniid if noniid is not None else pd.DataFrame()).iterrows():
-        for col, other in (("beats Partially Supervised", "Partially Supervised"), ("beats the fixed rule", FIXED)):
+    noniid = noniid if noniid is not None else pd.DataFrame(columns=["row", "final"])
+    final = dict(zip(noniid["row"], noniid["final"]))
+    for _, r in noniid.iterrows():
+        for col, other in (("beats Partially Supervised", label_of(PARTIALLY_SUPERVISED)), ("beats the fixed rule", FIXED)):
             if r[col] != "-":
-                items.append((f"[Non-IID K=2, N_S={max(ns)}] {r['row']} beats {other}", r[col], r["final"]))
+                items.append((f"[Non-IID K=2, N_S={max(ns)}] {r['row']} beats "
+                              f"{'the fixed rule' if other == FIXED else other}", r[col],
+                              f"{r['final']} vs {final.get(other, 'not run')}"))
     return claims(items)
 
 
