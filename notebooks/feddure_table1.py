@@ -95,6 +95,20 @@ times = df.assign(minutes=[report.train_minutes(p) for p in df.path])
 times.pivot_table(index="row", columns="setting", values="minutes", aggfunc="mean").round(1)
 
 # %% [markdown]
+# ## FedDure at its own length: 4x the rounds
+#
+# FedDure's paper trains 200 rounds; the `small` variant trains 50, where a client is active in about 2.5 rounds and its F-reg (the fine-grained regularizer, Eq. 4-6) gets about 12 Adam steps. The two cells with three seeds, FedDure (paper) and FedAvg* under (DIR, DIR), run again at 4x the profile's rounds (`small`: 200, FedDure's own number), seeds 0-2. The length is the paper's, fixed before any of these runs; nothing else changes (Adam at a constant lr 5e-4: no schedule stretches with the run). The last two columns are F-reg's expected steps per client (`methods/feddure.freg_steps`): if FedDure still loses at 200 rounds, they show how far its regularizer has come.
+
+# %%
+long_cfgs = report.feddure_length_configs(profile, ds, rounds)
+long = report.feddure_length_runs(profile, ds, extra_seeds if seed is None else seed_list, results_dir, device, rounds)
+print(report.runs_summary(long))
+
+# %%
+# NBVAL_CHECK_OUTPUT
+report.feddure_length_table(df, long, long_cfgs)
+
+# %% [markdown]
 # ## SemiFL under client labels
 #
 # SemiFL is defined with its labels at the server ((x_s, y_s) at the server, clients unlabeled: its Section 3.1), and its ServerUpdate (Eq. 1) fine-tunes the global model on them every round. With the labels at the clients the server holds none, so that step has nothing to train on; any repair (skipping it, or moving it to the clients) would be another method, not SemiFL. The package refuses the combination at validation:
@@ -111,4 +125,4 @@ except ConfigError as err:
 
 # %%
 # NBVAL_CHECK_OUTPUT
-report.feddure_claims(df)
+report.feddure_claims(df, long=long)

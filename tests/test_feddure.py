@@ -162,6 +162,23 @@ def test_local_steps_rule():
     assert [FD.local_steps(n, 10) for n in (0, 10, 25, 30, 50, 3999, 4000)] == [4, 4, 4, 3, 5, 100, 100]
 
 
+def test_freg_steps_counts_the_local_steps_a_run_takes(smoke_data, monkeypatch):
+    """freg_steps (the step column of FedDure's 200-round table) = the F-reg steps a run really takes per client:
+    its local steps summed over every client's rounds, over the clients; and it grows with the rounds."""
+    cfg = profile("smoke", algorithm=FEDDURE, feddure_variant="paper")
+    taken, update = [], FD.paper_local_update
+    monkeypatch.setattr(FD, "paper_local_update", lambda exp, m, f, lab, unl, steps, stats: (
+        taken.append(steps), update(exp, m, f, lab, unl, steps, stats)))
+    exp = Experiment(cfg, smoke_data, torch.device("cpu"))
+    st = exp.new_state()
+    for r in range(cfg.rounds):
+        exp.round(st, r)
+    assert len(taken) == cfg.rounds * cfg.num_active
+    assert sum(taken) / cfg.num_clients == pytest.approx(FD.freg_steps(cfg))
+    assert FD.freg_steps(cfg.replace(rounds=4 * cfg.rounds)) == pytest.approx(4 * FD.freg_steps(cfg))
+    assert FD.freg_steps(profile("small", "fashionmnist", algorithm=FEDDURE)) == pytest.approx(12.5)
+
+
 # --------------------------------------------------------------------------- the server
 def test_fedavg_weights_by_data_size_and_skips_integer_buffers():
     a = {"w": torch.tensor([1.0, 0.0]), "n": torch.tensor(3)}

@@ -108,6 +108,27 @@ def test_split_table_names_columns_by_split_and_needs_two_splits_for_a_range():
     assert t.loc["Partially Supervised", "range"] == "n/a"                             # one split: no spread
 
 
+def test_feddure_length_table_and_claims_read_each_length_from_its_own_runs():
+    cfgs = report.feddure_length_configs("small", "fashionmnist")
+    assert {c.rounds for c in cfgs.values()} == {200}
+
+    def frame(rounds, fd, star):
+        return pd.DataFrame([{"row": row, "setting": "(DIR, DIR)", "seed": s, "rounds": rounds, "final_acc": v}
+                             for row, vals in (("FedDure (paper)", fd), ("FedAvg* (labeled only)", star))
+                             for s, v in enumerate(vals)])
+    short, long = frame(50, [29, 30, 28], [50, 52, 48]), frame(200, [70, 71, 72], [60, 61, 62])
+    t = report.feddure_length_table(short, long, cfgs).set_index("method")
+    assert t.loc["FedDure (paper)", "50 rounds"].startswith("29.0") and t.loc["FedDure (paper)", "200 rounds"] \
+        .startswith("71.0") and t.loc["FedAvg* (labeled only)", "200 rounds"].startswith("61.0")
+    assert t.loc["FedDure (paper)", "F-reg steps per client, 200 rounds"] == "50"
+    assert t.loc["FedAvg* (labeled only)", "F-reg steps per client, 200 rounds"] == "-"
+    claims = report.feddure_claims(short, long=long).set_index("claim")
+    assert claims.loc["FedDure beats FedAvg* under (DIR, DIR) at 200 rounds (4x the profile's)", "held"] == "held"
+    assert claims.loc["(ours) FedAvg* (labeled only) under (DIR, DIR): 200 rounds above 50 rounds", "held"] == "held"
+    none = report.feddure_claims(short, long=long.iloc[:0]).set_index("claim")
+    assert (none.loc[none.index.str.contains("200 rounds"), "held"] == "not run").all()
+
+
 def test_notebook_default_folders_are_the_repositorys_from_any_working_directory(tmp_path, monkeypatch):
     # issue 12 item 11: papermill from the root or from notebooks/ must read and write the clone's results/
     for cwd in (tmp_path, report.REPO / "notebooks"):

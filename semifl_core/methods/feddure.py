@@ -77,6 +77,15 @@ def local_steps(n_labeled: int, batch: int) -> int:
     return 4 if steps <= 2 else steps // 4 if steps >= 400 else steps
 
 
+def freg_steps(cfg) -> float:
+    """F-reg's Adam steps per client over a run of the paper variant, expected: one per local step (local_steps of
+    the client's labeled set, at its mean size client_labels x classes, times E) in each of the rounds x num_active /
+    num_clients rounds the client is active. The small variant's 50 rounds give about 12, FedDure's 200 about 50."""
+    per_round = math.ceil(round(local_steps(cfg.client_labels * cfg.num_classes, cfg.client_batch)
+                                * cfg.local_epochs, 9))
+    return cfg.rounds * cfg.num_active / cfg.num_clients * per_round
+
+
 def _tasks_for(spec: dict, batch: int, steps: int, rnd: Round, flip: bool, **views):
     """`steps` batches of `batch` from shuffled epochs over spec's images (make_tasks with the matching epochs)."""
     per_epoch = math.ceil(len(spec["x"]) / batch)

@@ -254,8 +254,9 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
     return pd.DataFrame(items, columns=["finding", "verdict", "evidence"])
 
 
-def feddure_claims(df, metric="final_acc") -> pd.DataFrame:
-    """What FedDure's Table 1 states, judged by RULE on our runs (cells with one seed give no verdict)."""
+def feddure_claims(df, metric="final_acc", long=None) -> pd.DataFrame:
+    """What FedDure's Table 1 states, judged by RULE on our runs (cells with one seed give no verdict); `long`
+    (configs.feddure_length_runs) adds the claims at FedDure's own length."""
     fd, code = FEDDURE_PAPER, FEDDURE_CODE
     star, fix, sl = (label_of(m) for m in (FEDAVG_LABELED, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_SL))
     v = lambda row, name: feddure_values(df, row, name, metric)
@@ -275,7 +276,24 @@ def feddure_claims(df, metric="final_acc") -> pd.DataFrame:
          f"FedDure {ev(fd)}"),
         ("(ours, no paper claim) FedDure as its paper says vs as its code runs",
          every(above(v(fd, n), v(code, n)) for n in names), f"paper {ev(fd)} | code {ev(code)}"),
+        *([] if long is None else _feddure_length_items(df, long, dd, metric)),
     ])
+
+
+def _feddure_length_items(df, long, setting, metric) -> list[tuple]:
+    """FedDure vs FedAvg* under `setting` at FedDure's own length, and what the longer run changed for each."""
+    star = label_of(FEDAVG_LABELED)
+    short = lambda row: feddure_values(df, row, setting, metric)            # noqa: E731
+    lng = lambda row: feddure_values(long, row, setting, metric)            # noqa: E731
+    from .configs import FEDDURE_LONG_FACTOR
+    n = int(df.rounds.iloc[0]) if len(df) else None
+    short_r, rounds = ((f"{n} rounds", f"{FEDDURE_LONG_FACTOR * n} rounds") if n else
+                       ("the profile's rounds", f"{FEDDURE_LONG_FACTOR}x the rounds"))
+    return [(f"FedDure beats FedAvg* under {setting} at {rounds} ({FEDDURE_LONG_FACTOR}x the profile's)",
+             above(lng(FEDDURE_PAPER), lng(star)), f"FedDure {mean_std(lng(FEDDURE_PAPER))} vs FedAvg* "
+             f"{mean_std(lng(star))}"),
+            *((f"(ours) {row} under {setting}: {rounds} above {short_r}", above(lng(row), short(row)),
+               f"{mean_std(lng(row))} vs {mean_std(short(row))}") for row in (FEDDURE_PAPER, star))]
 
 
 def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:

@@ -192,6 +192,30 @@ def feddure_configs(p, dataset, rounds=None, rows=None, settings=FEDDURE_SETTING
             for s in settings for r in rows}
 
 
+# FedDure at its own length (issue 26): the FEDDURE_EXTRA cells at LONG_FACTOR x the profile's rounds; the small
+# variant's 50 become FedDure's 200.
+FEDDURE_LONG_FACTOR = 4
+
+
+def feddure_length_configs(p, dataset, rounds=None) -> dict:
+    """{'row | (L, U)': Config}: the FEDDURE_EXTRA cells at FEDDURE_LONG_FACTOR x the rounds (the profile's if None)."""
+    rows, settings = FEDDURE_EXTRA
+    short = rounds or profile(p, dataset, algorithm=FEDDURE).rounds
+    return feddure_configs(p, dataset, FEDDURE_LONG_FACTOR * int(short), rows=rows,
+                           settings=[s for s in FEDDURE_SETTINGS if s == settings])
+
+
+def _with_cells(df: pd.DataFrame) -> pd.DataFrame:
+    df["row"] = df.label.str.split(" | ", regex=False).str[0]
+    df["setting"] = df.label.str.split(" | ", regex=False).str[1]
+    return df
+
+
+def feddure_length_runs(p, dataset, seeds, results_dir=None, device="auto", rounds=None) -> pd.DataFrame:
+    """The runs of feddure_length_configs for `seeds`, with 'row' and 'setting' columns as feddure_runs."""
+    return _with_cells(run_all(feddure_length_configs(p, dataset, rounds), seeds, results_dir, device))
+
+
 def feddure_runs(p, dataset, seeds, extra_seeds, results_dir=None, device="auto", rounds=None) -> pd.DataFrame:
     """FedDure's Table 1 runs: every cell for `seeds`, the FEDDURE_EXTRA cells also for `extra_seeds`; adds 'row'
     and 'setting' columns."""
@@ -199,11 +223,8 @@ def feddure_runs(p, dataset, seeds, extra_seeds, results_dir=None, device="auto"
     rows, settings = FEDDURE_EXTRA
     more = feddure_configs(p, dataset, rounds, rows=rows, settings=[s for s in FEDDURE_SETTINGS if s == settings])
     extra = [s for s in extra_seeds if s not in seeds]
-    df = pd.concat([run_all(main, seeds, results_dir, device), *([run_all(more, extra, results_dir, device)]
-                                                                  if extra else [])], ignore_index=True)
-    df["row"] = df.label.str.split(" | ", regex=False).str[0]
-    df["setting"] = df.label.str.split(" | ", regex=False).str[1]
-    return df
+    return _with_cells(pd.concat([run_all(main, seeds, results_dir, device),
+                                  *([run_all(more, extra, results_dir, device)] if extra else [])], ignore_index=True))
 
 
 # The notebooks' grids by name, for `semifl sweep GRID`: builder(p, ds, n, rounds) -> {label: Config}, run for every

@@ -427,6 +427,24 @@ def feddure_table(df, metric="final_acc") -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def feddure_length_table(df, long, long_cfgs: dict) -> pd.DataFrame:
+    """FedDure's (DIR, DIR) cells with three seeds at the profile's rounds (df) and at FEDDURE_LONG_FACTOR x them
+    (long, the runs of long_cfgs): final-round mean (std) n, and F-reg's expected Adam steps per client."""
+    from ..methods.feddure import freg_steps
+    from .configs import FEDDURE_LONG_FACTOR, FEDDURE_PAPER
+    rows = []
+    for label, cfg in long_cfgs.items():
+        row, setting = label.split(" | ")
+        short = cfg.replace(rounds=cfg.rounds // FEDDURE_LONG_FACTOR)
+        steps = (lambda c: f"{freg_steps(c):.0f}") if row == FEDDURE_PAPER else (lambda c: "-")
+        rows.append({"method": row, "setting": setting,
+                     f"{short.rounds} rounds": mean_std(feddure_values(df, row, setting)),
+                     f"{cfg.rounds} rounds": mean_std(feddure_values(long, row, setting)),
+                     f"F-reg steps per client, {short.rounds} rounds": steps(short),
+                     f"F-reg steps per client, {cfg.rounds} rounds": steps(cfg)})
+    return pd.DataFrame(rows)
+
+
 def few_label_table(df) -> pd.DataFrame:
     """Per N_S and pseudo-label rule, and (FL)^2 (df: run_pairs over few_label_configs, 'method' = the rule): the
     final and best accuracy, SemiFL - Partially Supervised and the gap closed (final round, seed by seed), and the verdicts
