@@ -9,7 +9,9 @@ holds is skipped, any other run is claimed (results.try_hold, the lock `semifl r
 from its checkpoint if it has one. Stopping: SIGTERM or Ctrl-C finishes the current round and checkpoints it (as
 `semifl run` does); `touch <results>/.stop-campaign` stops every lane after its current run. Starting the same
 command again resumes the campaign where it stopped. `python -m semifl_core.campaign --list horizon grid` prints
-each queue's runs and their state, with the CPU minutes still to train estimated from the committed runs.
+each queue's runs and their state, with the CPU minutes still to train estimated from the committed runs;
+`--match TEXT` keeps only the runs whose label contains TEXT (e.g. `--match 'R=300 | SemiFL'`), to fit a lane to the
+time it has (checkpoints live in results/ on this machine only: a run that cannot finish here starts over elsewhere).
 """
 from __future__ import annotations
 
@@ -92,14 +94,15 @@ QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid"
           "feddure_200": feddure_200}
 
 
-def queue(names) -> list[tuple[str, Config]]:
-    """The named queues, concatenated, each run once (the first label that names it)."""
+def queue(names, match=()) -> list[tuple[str, Config]]:
+    """The named queues, concatenated, each run once (the first label that names it); with `match`, only the runs
+    whose label contains one of its strings."""
     seen, out = set(), []
     for name in names:
         if name not in QUEUES:
             raise ConfigError(f"queue {name!r}: allowed are {', '.join(QUEUES)}")
         for label, cfg in QUEUES[name]():
-            if (cfg.algorithm, cfg.key()) not in seen:
+            if (cfg.algorithm, cfg.key()) not in seen and (not match or any(m in label for m in match)):
                 seen.add((cfg.algorithm, cfg.key()))
                 out.append((label, cfg))
     return out
@@ -153,9 +156,14 @@ def main(argv=None) -> int:
     p.add_argument("--results-dir", default="results")
     p.add_argument("--data-root", default=None)
     p.add_argument("--list", action="store_true", help="print the runs and their state; train nothing")
+    p.add_argument("--match", action="append", default=[], metavar="TEXT",
+                   help="only the runs whose label contains TEXT (repeat for several), e.g. --match 'table1:'")
     args = p.parse_args(argv)
     try:
-        jobs = queue(args.queues)
+        jobs = queue(args.queues, args.match)
+        if not jobs:
+            raise ConfigError(f"--match {' '.join(map(repr, args.match))}: no run of {', '.join(args.queues)} has a label containing it "
+                              "(see --list)")
         if args.list:
             print(listing(jobs, args.results_dir))
             return 0

@@ -1,0 +1,18 @@
+"""Campaign queues: --match keeps exactly the runs a lane is given, and names the problem when it keeps none."""
+from semifl_core import campaign
+
+
+def test_match_keeps_only_the_runs_whose_label_contains_it_in_queue_order():
+    every = campaign.queue(["horizon", "grid"])
+    kept = campaign.queue(["horizon", "grid"], match=["R=300 | SemiFL", "table1: SemiFL | iid"])
+    assert [label for label, _ in kept] == [label for label, _ in every
+                                            if "R=300 | SemiFL" in label or "table1: SemiFL | iid" in label]
+    assert {cfg.rounds for label, cfg in kept if label.startswith("horizon")} == {300}
+    assert sorted(cfg.seed for label, cfg in kept if label.startswith("table1")) == [0, 1, 2]
+
+
+def test_a_match_that_keeps_nothing_is_one_line_and_trains_nothing(tmp_path, capsys):
+    assert campaign.main(["horizon", "--match", "R=301", "--results-dir", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "'R=301'" in err and "horizon" in err
+    assert not any(tmp_path.iterdir())
