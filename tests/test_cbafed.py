@@ -8,7 +8,7 @@ import torch
 
 from semifl_core import partition as P
 from semifl_core.config import ConfigError, profile
-from semifl_core.methods import CBAFED, CBAFED_LOWER, SERVER, CLIENTS
+from semifl_core.methods import CBAFED, CBAFED_FIXMATCH, CBAFED_LOWER, SERVER, CLIENTS
 from semifl_core.methods import cbafed as CB
 from semifl_core.methods.pseudo_labels import class_balanced_thresholds
 from semifl_core.rounds import Round, RoundRecord
@@ -170,6 +170,23 @@ def test_a_resumed_run_equals_an_uninterrupted_one(tmp_path):
     keep = [c for c in a.columns if not c.startswith("time_")]
     pd.testing.assert_frame_equal(a[keep], b[keep], check_exact=True)
     assert a.label_ratio.max() > 0, "no unlabeled image was selected: the counts were not exercised"
+
+
+def test_fedavg_fixmatch_row_records_the_share_past_tau_and_its_accuracy(tmp_path):
+    """The FedAvg + FixMatch row's label ratio is the share of unlabeled images whose weak-view confidence reaches
+    tau_h: every image at a tiny tau_h, none at tau_h = 1 (a softmax of 10 classes never reaches 1 here)."""
+    import pandas as pd
+    ratios = {}
+    for tau in (1e-6, 1.0):
+        cfg = profile("smoke", algorithm=CBAFED_FIXMATCH, threshold=tau)
+        out = run(cfg, tmp_path / str(tau), device="cpu", progress=False)
+        m = pd.read_csv(f"{out['path']}/metrics.csv")
+        fed = m[m["round"] > cfg.cbafed_warmup]
+        assert len(fed) and fed.label_ratio.notna().all()
+        ratios[tau] = fed
+    assert (ratios[1e-6].label_ratio == 1.0).all() and ratios[1e-6].pseudo_acc.between(0, 100).all()
+    none = ratios[1.0]
+    assert (none.label_ratio == 0.0).all() and ("pseudo_acc" not in none or none.pseudo_acc.isna().all())
 
 
 @pytest.mark.parametrize("variant", ["paper", "code"])

@@ -100,13 +100,16 @@ def _ce(f, b):
     return F.cross_entropy(f(b["x"]), b["y"]), torch.zeros(0, device=b["y"].device)
 
 
-def train_client(exp, st, model, spec: dict, lr: float, c: int, rnd: Round, loss_fn=_ce, **views) -> float:
+def train_client(exp, st, model, spec: dict, lr: float, c: int, rnd: Round, loss_fn=_ce, totals=None,
+                 **views) -> float:
     """Client c trains `model` in place for one epoch over spec (batch cfg.client_batch, SGD with the momentum it
-    kept); returns the mean step loss."""
+    kept); returns the mean step loss. `totals` (a list), if given, receives loss_fn's aux summed over the steps."""
     tasks = make_tasks([spec], exp.cfg.client_batch, 1.0, rnd.rng, rnd.g, flip=exp.data.flip, **views)
     stacked, states, stats = exp.server_engine.train(model, tasks, loss_fn, lr, [st.client_states.get(c)])
     load_weights(model, {k: v[0] for k, v in stacked.items()})
     st.client_states[c] = states[0]
+    if totals is not None:
+        totals.append(stats[0, 1:].to(torch.float64))
     return float(stats[0, 0]) / tasks[0].steps
 
 
@@ -152,7 +155,7 @@ def cbafed_round(exp, st, rnd: Round, part: str = "semi") -> RoundRecord:
     counts = st.labeling.get("counts", labeled_counts)
     thresholds, tail = class_balanced_thresholds(counts, cfg.threshold), tail_classes(counts, cfg.cbafed_variant)
     code = cfg.cbafed_variant == "code"
-    states, sizes, new_counts, right, seen, kept_total = [], [], labeled_counts.copy(), 0, 0, 0
+    states, sizes, new_counts, right, seen, kept_total, fixmatch = [], [], labeled_counts.copy(), 0, 0, 0, []
     with rnd.timed("clients"):
         model = copy.deepcopy(st.model)
         rec.client_loss = labeled_epochs(exp, st, model, rnd, LABELED_EPOCHS, with_residual=part != "fixmatch")
@@ -167,7 +170,7 @@ def cbafed_round(exp, st, rnd: Round, part: str = "semi") -> RoundRecord:
             model = copy.deepcopy(st.model)
             if part == "fixmatch":
                 train_client(exp, st, model, {"x": x, "y": y}, UNLABELED_LR, c, rnd, fixmatch_loss(cfg.threshold),
-                             view="strong", strong_variant="fixmatch", weak_too=True)
+                             fixmatch, view="strong", strong_variant="fixmatch", weak_too=True)
                 states.append(_state(model))
                 sizes.append(len(idx))
                 continue
@@ -191,7 +194,9 @@ def cbafed_round(exp, st, rnd: Round, part: str = "semi") -> RoundRecord:
     if part == "semi":
         st.labeling["counts"] = new_counts   # sigma, for the next round's thresholds
     rec.clients_trained = len(states)
-    if seen and part in ("semi", "all-labeled"):
+    if fixmatch:   # FixMatch's aux, summed over its steps: (seen, right, >= tau_h, right and >= tau_h)
+        seen, _, kept_total, right = (float(v) for v in torch.stack(fixmatch).sum(0))
+    if seen and part in ("semi", "all-labeled", "fixmatch"):
         rec.label_ratio = kept_total / seen
         rec.pseudo_acc = 100 * right / kept_total if kept_total else None
     if part == "semi":
