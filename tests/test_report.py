@@ -164,3 +164,23 @@ def test_report_modules_import_in_one_direction():
                 targets = [node.module] if node.module else [a.name for a in node.names]
                 for target in targets:
                     assert layer[target] < level, f"{name} imports {target}"
+
+
+def test_a_figure_saved_twice_is_byte_identical(tmp_path):
+    """A re-render of unchanged results must not rewrite figures/ (a pdf carries no creation date)."""
+    import time
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from semifl_core.report.figures import save_figure
+
+    def draw(d):
+        fig, ax = plt.subplots()
+        ax.plot([1, 2, 3])
+        save_figure(fig, d, "f")
+        plt.close(fig)
+        return {ext: (d / f"f.{ext}").read_bytes() for ext in ("png", "pdf")}
+    first = draw(tmp_path / "a")
+    time.sleep(1.1)   # a creation date has one-second resolution
+    assert draw(tmp_path / "b") == first

@@ -24,7 +24,9 @@ def save_figure(fig, figures_dir, name: str) -> list[str]:
     paths = []
     for ext in ("png", "pdf"):
         p = d / f"{name}.{ext}"
-        fig.savefig(p, bbox_inches="tight", dpi=150 if ext == "png" else None)
+        # no creation date in the pdf: a re-render of unchanged results leaves the file byte-identical
+        fig.savefig(p, bbox_inches="tight", dpi=150 if ext == "png" else None,
+                    metadata={"CreationDate": None} if ext == "pdf" else None)
         paths.append(shown(p))
     return paths
 
