@@ -184,3 +184,26 @@ def test_a_figure_saved_twice_is_byte_identical(tmp_path):
     first = draw(tmp_path / "a")
     time.sleep(1.1)   # a creation date has one-second resolution
     assert draw(tmp_path / "b") == first
+
+
+def test_the_long_profile_claims_judge_each_partition_by_its_final_round():
+    """The training-length study's Table 1 at `long`: per partition, SemiFL's final round against Partially
+    Supervised's (a centralized baseline: one run for every partition); a partition without runs is 'not run'."""
+    from semifl_core.methods import PARTIALLY_SUPERVISED, SEMIFL
+    from semifl_core.report.configs import label_of, longer_profile
+    assert longer_profile("small") == "long" and longer_profile("smoke") == "smoke"
+    rows = []
+
+    def add(method, part, finals, best):
+        rows.extend(dict(label=label_of(method), method=label_of(method), dataset="fashionmnist", num_supervised=100,
+                         partition=part, seed=s, final_acc=f, best_acc=best) for s, f in enumerate(finals))
+    add(PARTIALLY_SUPERVISED, "iid", [70, 71, 72], 90)
+    add(SEMIFL, "iid", [80, 81, 82], 60)            # above at the final round, below at the best: final decides
+    add(SEMIFL, "non-iid-l-2", [60, 61, 62], 95)    # below
+    add(SEMIFL, "dir-0.3", [71, 72, 73], 95)        # 1 point above, inside the two spreads
+    no_horizons = pd.DataFrame(columns=["R", "seed", "method", "final_acc", "path"])
+    c = report.horizon_claims(no_horizons, (), pd.DataFrame(rows), ("fashionmnist", 100)).set_index("claim").held
+    assert c.to_dict() == {"[long, IID] SemiFL beats Partially Supervised": "held",
+                           "[long, Non-IID, K=2] SemiFL beats Partially Supervised": "not held",
+                           "[long, Non-IID, Dir(0.3)] SemiFL beats Partially Supervised": "within noise",
+                           "[long, Non-IID, Dir(0.1)] SemiFL beats Partially Supervised": "not run"}

@@ -311,6 +311,13 @@ def authors_details_configs(p, ds, n, rounds=None) -> dict:
     return {f"{name} | {label_of(SEMIFL)}": make(p, ds, n, rounds, **over) for name, over in AUTHORS_DETAILS.items()}
 
 
+def longer_profile(p) -> str:
+    """The profile at which the training-length study shows Table 1: `long` for `small` (the profile built on it,
+    config.PROFILE_BASE), the profile itself for any other (the smoke profile reuses its own Table 1 runs)."""
+    from ..config import PROFILE_BASE
+    return next((longer for longer, base in PROFILE_BASE.items() if base == p), p)
+
+
 def horizons_of(p, ds=None) -> tuple:
     """The training lengths R of the horizon study: HORIZONS at the small profile, else the profile's R and twice it."""
     base = profile(p, ds).rounds
