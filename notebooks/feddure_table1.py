@@ -18,15 +18,15 @@
 #
 # FedDure (Bai et al., AAAI 2024) puts a few labels at every client (5 per class) and spreads the labeled and the unlabeled images over 100 clients independently: (IID, IID), (IID, DIR), (DIR, DIR) = (labeled, unlabeled) partitions, Dirichlet 0.5. Rows: FedDure as its paper describes it (`feddure_variant='paper'`: C-reg, a trained F-reg, the reward d of Eq. 3), FedDure as its released code runs (`'code'`: Meta Pseudo Labels, F-reg never trained), and its baselines with the same recipe (Adam lr 5e-4, batch 10, one local epoch, 5 of 100 clients a round, FedAvg weighted by data size): FedAvg* (each client's labeled images only), FedAvg + FixMatch (client labels, tau 0.95) and FedAvg-SL (every client image labeled). `semifl_core/methods/feddure.py` holds the equations.
 #
-# **Scale.** FedDure's own setting (ResNet-9, 200 rounds) does not fit our 2-core CPU (README, "FedDure's small variant": one FedDure round of the small CNN already takes 9 s on one core). The `small` variant keeps every algorithmic value of FedDure's setting and changes the model (the 16-32-64 CNN with BN) and the rounds (50), by the rule written in README.md before any semi-supervised run: the rounds come from the supervised baselines and the CPU budget only. One seed for every cell, three for FedDure (paper) and FedAvg* under (DIR, DIR).
+# **Scale.** FedDure's own setting (ResNet-9, 200 rounds) does not fit our 2-core CPU (README, "FedDure's small variant": one FedDure round of the small CNN already takes 9 s on one core). The `small` variant keeps every algorithmic value of FedDure's setting and changes the model (the 16-32-64 CNN with BN) and the rounds (50), by the rule written in README.md before any semi-supervised run: the rounds come from the supervised baselines and the CPU budget only. Seeds 0-2 for every cell (a cell not yet trained says so).
 #
 # The columns *FedDure paper* are FedDure's published numbers (ResNet-9, 200 rounds, mean of 3 runs), quoted from `semifl_core/report/paper.py`: theirs, not ours. Our cells are final-round test accuracy, mean (population std) and n over seeds. Verdicts follow the package's rule: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads together, not held when B's exceeds A's by that much, within noise otherwise; one seed gives no verdict.
 
 # %% tags=["parameters"]
 profile = 'small'          # 'paper' | 'small' | 'smoke'
 seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
-seeds = [0]                # every cell (the committed results hold seed 0)
-extra_seeds = [0, 1, 2]    # FedDure (paper) and FedAvg* under (DIR, DIR)
+seeds = [0, 1, 2]          # every cell
+extra_seeds = [0, 1, 2]    # FedDure (paper) and FedAvg* under (DIR, DIR): three seeds even when `seeds` has fewer
 dataset = None             # None -> Fashion-MNIST (synthetic in the smoke profile)
 device = 'auto'
 results_dir = None         # None -> the repository's results/ (committed runs are reused from there)

@@ -54,10 +54,11 @@ def long_table1() -> list[tuple[str, Config]]:
 
 
 def grid() -> list[tuple[str, Config]]:
-    """Every run of the small profile's notebooks, seeds 0-2 (issue 26), in the order the issue asks; then FedDure's
+    """Every run of the small profile's notebooks, seeds 0-2 (issue 26), in the order the issue asks, FedDure's
+    Table 1 (cheap: about 2 CPU hours for its seeds 1-2) before the long diagnosis and scale runs; then FedDure's
     200-round cells."""
     out = []
-    for name in ("table1", "table2", "table3", "table5", "figure2", "diagnosis", "scale", "split"):
+    for name in ("table1", "table2", "table3", "table5", "figure2", "feddure", "diagnosis", "scale", "split"):
         out += _grid(name)
     return out + feddure_200()
 
