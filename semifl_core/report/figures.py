@@ -183,5 +183,6 @@ def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
     for ax, y, name in ((axes[1], "label_ratio", "Label Ratio"), (axes[2], "threshold_acc", "Threshold Accuracy")):
         sns.lineplot(data=c.dropna(subset=[y]), x="progress", y=y, hue="R", palette="viridis", errorbar="sd", ax=ax)
         ax.set(xlabel="round / R", ylabel=name, title=f"SemiFL's {name.lower()} per round")
+    axes[2].set_ylim(top=100)   # an accuracy: the +-1 std band of a mean near 100 would reach above it
     fig.tight_layout()
     return fig
