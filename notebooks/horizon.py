@@ -70,7 +70,7 @@ points.round(3)
 # %% [markdown]
 # ## Table 1 at the `long` profile
 #
-# Table 1's runs at the `long` profile (`small` with R=300, evaluated every 10 rounds; the same runs as `papermill notebooks/table1.ipynb out.ipynb -p profile long`): SemiFL and FedAvg + FixMatch under every partition, centralized FixMatch, Partially Supervised (SemiFL's server budget over the 300 rounds) and Fully Supervised. Under IID its SemiFL and Partially Supervised runs are the R=300 runs above; the other partitions answer the Non-IID half of the question: does SemiFL's lead at R=300 survive label skew? Table 1 shows the best round, as the paper reports; the gap table the final and the best round; the claims below the final round, as for every R above. Partitions not yet trained say *not run*.
+# Table 1's runs at the `long` profile (`small` with R=300, evaluated every 10 rounds; the same runs as `papermill notebooks/table1.ipynb out.ipynb -p profile long`): SemiFL and FedAvg + FixMatch under every partition, centralized FixMatch, Partially Supervised (SemiFL's server budget over the 300 rounds) and Fully Supervised; the supervised FedAvg (HeteroFL) rows are not part of `long` (no claim reads them) and stay *not run*. Under IID its SemiFL and Partially Supervised runs are the R=300 runs above; the other partitions answer the Non-IID half of the question: does SemiFL's lead at R=300 survive label skew? Table 1 shows the best round, as the paper reports; the gap table the final and the best round; the claims below the final round, as for every R above. Partitions not yet trained say *not run*.
 
 # %%
 long_profile = report.configs.longer_profile(profile)
