@@ -342,10 +342,10 @@ def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long") -> p
             items.append((f"[R={r}] centralized FixMatch (same data and steps) beats Partially Supervised",
                           above(fm, psl), f"{mean_std(fm)} vs {mean_std(psl)}"))
     if long_df is not None:
-        (ds, n), final = pair, lambda m, part=None: accuracy(long_df, ds, n, m, part, metric="final_acc")
-        psl = final(label_of(PARTIALLY_SUPERVISED))
+        ds, n = pair
+        psl = accuracy(long_df, ds, n, label_of(PARTIALLY_SUPERVISED), metric="final_acc")
         for part in PARTITIONS:
-            semi = final(label_of(SEMIFL), part)
+            semi = accuracy(long_df, ds, n, label_of(SEMIFL), part, metric="final_acc")
             items.append((f"[{long_name}, {paper.PARTITION_NAMES[part]}] SemiFL beats Partially Supervised",
                           above(semi[2], psl[2]), f"{semi[1]} vs {psl[1]}"))
     return claims(items)
