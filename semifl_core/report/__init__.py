@@ -20,4 +20,4 @@ from .runs import (COLUMNS, REPO, curves, describe, estimate_minutes, grid, make
                    runs_summary, seeds_of, shown, train_minutes)
 from .tables import (authors_details_table, cbafed_table, class_table, cost_table, horizon_points, horizon_table, feddure_length_table, feddure_table, few_label_noniid_table, few_label_table, fsl_plateau, gap_table, mean_std, ns_rule,
                      profile_differences, rounds_rule, scale_table, split_table, stage_table, suspects_table, table1,
-                     table2, table3, table4, table5)
+                     table2, table2_ends, table3, table4, table5)
