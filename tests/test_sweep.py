@@ -92,6 +92,13 @@ def test_every_grid_the_cli_names_builds_configs():
     assert len(grid_configs("table3", "smoke")) == 4
 
 
+def test_the_split_grid_holds_every_n_s_the_diagnosis_notebook_draws_splits_at():
+    from semifl_core.report.configs import diagnosis_ns, grid_configs
+    ns = lambda name: {c.num_supervised for c in grid_configs(name, "small").values()}  # noqa: E731
+    assert ns("split") == ns("diagnosis") == set(diagnosis_ns("small")) == {40, 100}
+    assert {c.split_seed for c in grid_configs("split", "small").values()} == {0, 1, 2, 3, 4}
+
+
 def test_a_held_run_is_refused_at_once_and_claimed_once_free(tmp_path):
     path = tmp_path / "results" / "run-a"
     free = tmp_path / "free"

@@ -238,7 +238,7 @@ def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
     """{label: Config} of the notebook grid `name` (GRIDS) at profile p, over the profile's (dataset, N_S) pairs
     (restricted to `dataset` if given); labels name the pair when there are several. As the notebooks do: scale on the
     first dataset around the profile's N_S; feddure every cell of FedDure's Table 1 on the first dataset (its
-    notebook's extra seeds are not added); diagnosis at each dataset's report.diagnosis_ns."""
+    notebook's extra seeds are not added); diagnosis and its labeled-set splits at each dataset's diagnosis_ns."""
     from ..config import ConfigError
     from .runs import grid
     if name not in GRIDS:
@@ -248,7 +248,7 @@ def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
         return feddure_configs(p, pairs[0][0], rounds)
     if name == "scale":   # as its notebook: the first dataset, around the profile's N_S
         return scale_configs(p, pairs[0][0], profile(p, pairs[0][0]).num_supervised, rounds)
-    if name == "diagnosis":
+    if name in ("diagnosis", "split"):   # the diagnosis notebook draws both at every N_S it looks at
         pairs = list(dict.fromkeys((ds, n) for ds, _ in pairs for n in diagnosis_ns(p, ds)))
     out = {}
     for ds, n in pairs:
