@@ -26,10 +26,11 @@ from .partition import make_split
 from .rounds import Round, RoundRecord
 
 
-# Evaluation: static BN folded into the convs (models.folded) and batches of 64, 2.4x the images/s of unfolded batches
-# of 1000 for the small CNN on one CPU thread (BENCHMARKS.md, "Inference"); equal up to float rounding. Pseudo-labeling
-# keeps models.predict's defaults, so that training is bit-identical to before.
-EVAL_BATCH = 64
+# Evaluation: static BN folded into the convs (models.folded), in batches of 64 on a CPU (2.4x the images/s of
+# unfolded batches of 1000 for the small CNN on one thread) and of 1000 on a GPU (4.4x the images/s of batches of 64
+# for WRN-28-2 on an H200); BENCHMARKS.md, "Inference" and "GPU". Equal up to float rounding. Pseudo-labeling keeps
+# models.predict's defaults, so that training is bit-identical to before.
+EVAL_BATCH = {"cpu": 64, "cuda": 1000}
 
 
 class TrainingError(RuntimeError):
@@ -92,7 +93,8 @@ class Experiment:
         torch.manual_seed(self.cfg.seed)
         model = make_model(self.cfg, self.data.shape[0]).to(self.device)
         if self.device.type == "cpu" and self.cfg.model.startswith("cnn"):
-            model = model.to(memory_format=torch.channels_last)   # 1.35x faster on a CPU (BENCHMARKS.md)
+            # channels_last: 1.35x faster on a CPU; on an H200 it made the vectorized engine slower (BENCHMARKS.md)
+            model = model.to(memory_format=torch.channels_last)
         return State(model, torch.optim.SGD(model.parameters(), lr=1.0, momentum=self.cfg.global_momentum))
 
     # ------------------------------------------------------------------ pieces of a round
@@ -102,7 +104,8 @@ class Experiment:
 
     def evaluate(self, model, per_class: dict | None = None, prefix: str = "") -> float:
         """Test accuracy (%); with per_class, also adds each class's accuracy as per_class[f"{prefix}acc_c{k}"]."""
-        right = predict(folded(model), self.data.x_test, self.mean, self.std, EVAL_BATCH).argmax(1) == self.data.y_test
+        right = predict(folded(model), self.data.x_test, self.mean, self.std,
+                        EVAL_BATCH.get(self.device.type, 64)).argmax(1) == self.data.y_test
         if per_class is not None:
             for k in range(self.cfg.num_classes):
                 per_class[f"{prefix}acc_c{k}"] = 100 * right[self.data.y_test == k].float().mean().item()
