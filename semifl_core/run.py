@@ -105,7 +105,7 @@ class Experiment:
     def evaluate(self, model, per_class: dict | None = None, prefix: str = "") -> float:
         """Test accuracy (%); with per_class, also adds each class's accuracy as per_class[f"{prefix}acc_c{k}"]."""
         right = predict(folded(model), self.data.x_test, self.mean, self.std,
-                        EVAL_BATCH.get(self.device.type, 64)).argmax(1) == self.data.y_test
+                        EVAL_BATCH.get(self.device.type, EVAL_BATCH["cpu"])).argmax(1) == self.data.y_test
         if per_class is not None:
             for k in range(self.cfg.num_classes):
                 per_class[f"{prefix}acc_c{k}"] = 100 * right[self.data.y_test == k].float().mean().item()
