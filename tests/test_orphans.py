@@ -24,8 +24,12 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="re
 # ~0.1 s a round on one thread: the workers are well inside their rounds when signalled, and resuming is cheap
 CFG = profile("smoke", rounds=20, active_rate=0.1, eval_every=5, sbn_source="server")
 SEEDS = (0, 1, 2)    # two workers: seeds 0 and 1 train, seed 2 waits in the pool's queue
+# The child restores Python's Ctrl-C handler: a suite started in the background by a non-interactive shell
+# (`(make test &)`) hands its children SIGINT ignored, and Python keeps an inherited SIG_IGN, so without this line
+# the SIGINT case would train to the end and fail for a reason that is not run_all's.
 CHILD = textwrap.dedent("""
-    import sys
+    import signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     from semifl_core.config import profile
     from semifl_core.report.runs import run_all
     run_all({"smoke": profile("smoke", **%r)}, %r, sys.argv[1], device="cpu", workers=2)
