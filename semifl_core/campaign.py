@@ -84,6 +84,19 @@ def feddure_200() -> list[tuple[str, Config]]:
             for label, cfg in sorted(cfgs.items(), key=lambda kv: kv[0].startswith(C.FEDDURE_PAPER)) for s in (0, 1, 2)]
 
 
+def label_skew_long() -> list[tuple[str, Config]]:
+    """Issue 41's long runs: Partially Supervised at R=800 seeds 1-2 (minutes), then client-adaptive SemiFL and (FL)^2
+    at `long` (IID, then Non-IID K=2; about 2 CPU hours each), then SemiFL at R=800 seeds 1-2 (about 4 hours each:
+    start those only on a lane that has the time, a checkpoint stays on the machine that wrote it)."""
+    r800 = C.horizon_configs("small", "fashionmnist", 100, 800)
+    semifl, psl = (f"R=800 | {C.label_of(m)}" for m in (C.SEMIFL, C.PARTIALLY_SUPERVISED))
+    out = [(f"label skew: {psl} (seed {s})", r800[psl].replace(seed=s)) for s in (1, 2)]
+    winners = C.long_winner_configs("long", "fashionmnist", 100)
+    out += [(f"label skew long: {label} (seed {s})", cfg.replace(seed=s)) for label, cfg in winners.items()
+            for s in (0, 1, 2)]
+    return out + [(f"label skew: {semifl} (seed {s})", r800[semifl].replace(seed=s)) for s in (1, 2)]
+
+
 def cbafed() -> list[tuple[str, Config]]:
     """CBAFed's Table 1 at the small profile (issue 27), seed by seed (every row of seed 0, then of seed 1, ...), so
     that each finished seed completes a column of verdicts."""
@@ -92,7 +105,7 @@ def cbafed() -> list[tuple[str, Config]]:
 
 
 QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
-          "feddure_200": feddure_200}
+          "feddure_200": feddure_200, "label_skew_long": label_skew_long}
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:

@@ -368,6 +368,22 @@ def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
             label_of(PARTIALLY_SUPERVISED): cfgs[label_of(PARTIALLY_SUPERVISED)]}
 
 
+# Issue 41, "do the few-label winners hold at `long`?": SemiFL with the client-adaptive rule and (FL)^2 at the `long`
+# profile (R=300), IID and Non-IID K=2; Table 1 at `long` shows them beside SemiFL and Partially Supervised.
+LONG_WINNER_PARTITIONS = ("iid", "non-iid-l-2")
+
+
+def long_winner_configs(p, ds, n) -> dict:
+    """{'row | partition': Config} at profile p (the `long` profile): client-adaptive SemiFL and (FL)^2."""
+    from ..methods.pseudo_labels import CLIENT_ADAPTIVE
+    out = {}
+    for part in LONG_WINNER_PARTITIONS:
+        out[f"{label_of(SEMIFL)}, {CLIENT_ADAPTIVE} | {part}"] = make(p, ds, n, partition=part,
+                                                                      pseudo_label_rule=CLIENT_ADAPTIVE)
+        out[f"{label_of(FL2)} | {part}"] = make(p, ds, n, partition=part, algorithm=FL2)
+    return out
+
+
 # CBAFed's Table 1 (notebooks/cbafed_table1): CBAFed, its lower and upper bounds and FedAvg + FixMatch, all on its
 # placement and schedule (methods/cbafed.py).
 def cbafed_configs(p, dataset, rounds=None) -> dict:
