@@ -84,6 +84,13 @@ def feddure_200() -> list[tuple[str, Config]]:
             for label, cfg in sorted(cfgs.items(), key=lambda kv: kv[0].startswith(C.FEDDURE_PAPER)) for s in (0, 1, 2)]
 
 
+def label_skew_diagnosis() -> list[tuple[str, Config]]:
+    """Issue 41's mechanism runs (small profile, Non-IID K=2, instrumented), seed by seed: about 15 CPU minutes each."""
+    cfgs = C.label_skew_diagnosis_configs("small", "fashionmnist", 100)
+    return [(f"label skew diagnosis: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2)
+            for label, cfg in cfgs.items()]
+
+
 def label_skew_long() -> list[tuple[str, Config]]:
     """Issue 41's long runs: Partially Supervised at R=800 seeds 1-2 (minutes), then client-adaptive SemiFL and (FL)^2
     at `long` (IID, then Non-IID K=2; about 2 CPU hours each), then SemiFL at R=800 seeds 1-2 (about 4 hours each:
@@ -105,7 +112,8 @@ def cbafed() -> list[tuple[str, Config]]:
 
 
 QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
-          "feddure_200": feddure_200, "label_skew_long": label_skew_long}
+          "feddure_200": feddure_200, "label_skew_long": label_skew_long,
+          "label_skew_diagnosis": label_skew_diagnosis}
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:

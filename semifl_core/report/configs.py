@@ -368,6 +368,22 @@ def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
             label_of(PARTIALLY_SUPERVISED): cfgs[label_of(PARTIALLY_SUPERVISED)]}
 
 
+# Issue 41, "why does the few-label fix stop working under label skew?": the rules under Non-IID K=2 at the small
+# profile, instrumented (diagnostics=True adds, per evaluated round, pseudo_labels.skew_measures and the client
+# models' per-class accuracy shift; it trains exactly as the plain run).
+SKEW_PARTITION = "non-iid-l-2"
+
+
+def label_skew_diagnosis_configs(p, ds, n, rounds=None) -> dict:
+    """{'row | Non-IID K=2 (instrumented)': Config}: SemiFL with the fixed and the client-adaptive rule, and (FL)^2."""
+    from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED
+    over = dict(partition=SKEW_PARTITION, diagnostics=True)
+    rows = {f"{label_of(SEMIFL)}, {CLIENT_ADAPTIVE}": make(p, ds, n, rounds, pseudo_label_rule=CLIENT_ADAPTIVE, **over),
+            f"{label_of(SEMIFL)}, {FIXED}": make(p, ds, n, rounds, **over),
+            label_of(FL2): make(p, ds, n, rounds, algorithm=FL2, **over)}
+    return {f"{row} | {SKEW_PARTITION} (instrumented)": cfg for row, cfg in rows.items()}
+
+
 # Issue 41, "do the few-label winners hold at `long`?": SemiFL with the client-adaptive rule and (FL)^2 at the `long`
 # profile (R=300), IID and Non-IID K=2; Table 1 at `long` shows them beside SemiFL and Partially Supervised.
 LONG_WINNER_PARTITIONS = ("iid", "non-iid-l-2")
