@@ -26,7 +26,8 @@ feddure_variant        FedDure as its paper describes it ("paper") or as its cod
 cbafed_warmup          CBAFed's warm-up: the first W rounds train the labeled client alone
 cbafed_variant         CBAFed as its paper describes it ("paper") or as its code runs ("code")
 pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau,
-                       or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2)
+                       or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2),
+                       global-adaptive (FreeMatch over the round's clients)
 rng_streams            where a round's randomness comes from: one stream for the round
                        ("round") or one per client ("client"), which a client drawing
                        in its own process (the Flower app) can reproduce
@@ -43,7 +44,7 @@ import re
 from dataclasses import dataclass, field, fields
 
 from .methods import CBAFED_METHODS, FEDAVG_FIXMATCH, FL2, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
-from .methods.pseudo_labels import RULES as PSEUDO_LABEL_RULES
+from .methods.pseudo_labels import ALL_RULES as PSEUDO_LABEL_RULES
 
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "svhn": 10, "fashionmnist": 10, "mnist": 10, "synthetic": 10}
@@ -105,7 +106,8 @@ class Config:
     mix_loss: bool = True
     global_pseudo_labels: bool = True
     pseudo_label_rule: str = "fixed"     # which global pseudo-labels enter the fix set (methods/pseudo_labels.py):
-                                         # fixed (Eq. 3) | class-balanced | aligned | client-adaptive
+                                         # fixed (Eq. 3) | class-balanced | aligned | client-adaptive |
+                                         # global-adaptive
     client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
     # server (labeled) training
     finetune: bool = True

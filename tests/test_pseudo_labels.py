@@ -81,7 +81,7 @@ def test_a_class_balanced_run_resumes_exactly(tmp_path):
 
 @pytest.mark.parametrize("overrides, says", [
     (dict(pseudo_label_rule="balanced"), "pseudo_label_rule='balanced': allowed are fixed, class-balanced, aligned, "
-                                         "client-adaptive (did you mean 'class-balanced'?)"),
+                                         "client-adaptive, global-adaptive (did you mean 'class-balanced'?)"),
     (dict(pseudo_label_rule="aligned", algorithm="fedavg-fixmatch"), "pseudo_label_rule='aligned': selects the "
                                                                      "global model's pseudo-labels"),
     (dict(pseudo_label_rule="aligned", global_pseudo_labels=False), "global_pseudo_labels=false"),
@@ -148,3 +148,14 @@ def test_class_shift_splits_held_and_not_held_classes():
     start, client = {0: 50.0, 1: 60.0, 2: 70.0}, {0: 80.0, 1: 30.0, 2: 40.0}
     assert PL.class_shift(client, start, held) == (30.0, -30.0)
     assert math.isnan(PL.class_shift(client, start, np.ones(3, bool))[1])
+
+
+def test_global_adaptive_is_client_adaptive_on_all_clients_images_together():
+    a = np.array([[0.9, 0.05, 0.05], [0.8, 0.1, 0.1]])          # a client that sees class 0 only
+    b = np.array([[0.1, 0.2, 0.7], [0.2, 0.6, 0.2]])
+    got = PL.select(PL.GLOBAL_ADAPTIVE, [a, b], 0.95, np.ones(3), {})
+    want = PL.client_adaptive_thresholds(np.concatenate([a, b]))
+    for lab in got:
+        assert np.array_equal(lab["tau_class"], want) and np.array_equal(lab["tau"], want[lab["pseudo"]])
+    own = PL.select(PL.CLIENT_ADAPTIVE, [a, b], 0.95, np.ones(3), {})[0]["tau_class"]
+    assert own[1] < got[0]["tau_class"][1] and own[2] < got[0]["tau_class"][2]   # client a's rare classes: no longer ~0

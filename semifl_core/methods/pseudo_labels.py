@@ -15,6 +15,14 @@ per image, its pseudo-label, its confidence and the threshold it must reach to e
   client-adaptive  (FL)^2 (Lee et al., NeurIPS 2024), its client-specific adaptive threshold, FreeMatch's self-adaptive
                    rule on one client: t = mean_i max p_i, l_c = mean_i p_ic, tau_c = t * l_c / max_c l_c (computed
                    once a round from the global model, as its `make_pseudo_lb_dataset`); nothing is sent.
+  global-adaptive  FreeMatch's self-adaptive threshold (Wang et al., ICLR 2023) as FreeMatch computes it, over all the
+                   unlabeled data: here the round's active clients together (each sends the sums of max p and of p over
+                   its images, C + 1 numbers): t = mean max p, l_c = mean p_c, tau_c = t * l_c / max_c l_c, one set
+                   of thresholds for every client. Issue 41's fix for label skew, fixed before its runs
+                   (docs/label_skew.md): client-adaptive takes l_c from one client's own
+                   predictions, so a client holding two classes gives the eight it does not hold thresholds near 0.1
+                   and trains on nearly every (necessarily wrong) pseudo-label of those classes; the federation's l_c
+                   does not know which client holds what.
 
 The class-balanced rule carries the last round's counts in the run's state (checkpointed); the others are stateless.
 """
@@ -23,7 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 FIXED, CLASS_BALANCED, ALIGNED, CLIENT_ADAPTIVE = "fixed", "class-balanced", "aligned", "client-adaptive"
-RULES = (FIXED, CLASS_BALANCED, ALIGNED, CLIENT_ADAPTIVE)
+GLOBAL_ADAPTIVE = "global-adaptive"
+RULES = (FIXED, CLASS_BALANCED, ALIGNED, CLIENT_ADAPTIVE)   # the few-label study's rules (notebooks/few_labels)
+ALL_RULES = RULES + (GLOBAL_ADAPTIVE,)                     # and the label-skew study's fix
 CBAFED_OFFSET = 0.84   # CBAFed's constant in tau_c = p_c + 0.84 - std(p)
 
 
@@ -65,10 +75,12 @@ def select(rule: str, probs: list[np.ndarray], tau: float, labeled_counts: np.nd
         probs = [align(p, labeled_counts / labeled_counts.sum(), mean) for p in probs]
     if rule == CLASS_BALANCED:
         per_class = class_balanced_thresholds(labeled_counts + state.get("counts", 0), tau)
+    if rule == GLOBAL_ADAPTIVE:
+        per_class = client_adaptive_thresholds(np.concatenate(probs))   # the same formula on every client's images
     out = []
     for p in probs:
         pseudo = p.argmax(1)
-        if rule == CLASS_BALANCED:
+        if rule in (CLASS_BALANCED, GLOBAL_ADAPTIVE):
             tau_c = per_class
         elif rule == CLIENT_ADAPTIVE:
             tau_c = client_adaptive_thresholds(p)

@@ -384,6 +384,17 @@ def label_skew_diagnosis_configs(p, ds, n, rounds=None) -> dict:
     return {f"{row} | {SKEW_PARTITION} (instrumented)": cfg for row, cfg in rows.items()}
 
 
+# Issue 41's fix, fixed before its runs (docs/label_skew.md): SemiFL with the global-adaptive rule at the small
+# profile, IID and Non-IID K=2, judged against Partially Supervised and the client-adaptive rule (the few-label
+# study's runs of both).
+def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
+    """{'rule | SemiFL | partition': Config} for the fix and the runs it is judged against, and Partially Supervised."""
+    from ..methods.pseudo_labels import CLIENT_ADAPTIVE, GLOBAL_ADAPTIVE
+    out = {f"{rule} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, pseudo_label_rule=rule, partition=part)
+           for part in ("iid", SKEW_PARTITION) for rule in (GLOBAL_ADAPTIVE, CLIENT_ADAPTIVE)}
+    return {**out, **baseline_configs(p, ds, n, rounds)}
+
+
 # Issue 41, "do the few-label winners hold at `long`?": SemiFL with the client-adaptive rule and (FL)^2 at the `long`
 # profile (R=300), IID and Non-IID K=2; Table 1 at `long` shows them beside SemiFL and Partially Supervised.
 LONG_WINNER_PARTITIONS = ("iid", "non-iid-l-2")
