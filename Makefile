@@ -10,7 +10,7 @@
 # `make notebooks`: re-execute every notebook in place, training the runs it needs that are missing (hours on a
 # CPU; resumable: stop it and start again, finished runs are kept). Commit results/ text and the notebooks after.
 VENV ?= .venv
-NOTEBOOKS := table4 table1 learning_curves diagnosis scale table2 figure6 table3 table5 figure2 feddure_table1 few_labels horizon theorem1 cbafed_table1
+NOTEBOOKS := table4 table1 learning_curves diagnosis scale table2 figure6 table3 table5 figure2 feddure_table1 few_labels horizon theorem1 cbafed_table1 label_skew
 PY := $(VENV)/bin/python
 
 $(VENV)/.installed: pyproject.toml
