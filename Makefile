@@ -6,7 +6,7 @@
 # is left out and named in the notebook, and its cells say "not run").
 # `make test-distributed`: installs the [distributed] extra (Flower, Ray) and runs the tests of its adapters.
 # `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each),
-# then regenerate README.md's results block from them (python -m semifl_core.report.readme).
+# then regenerate README.md's generated parts and docs/results.md from them (python -m semifl_core.report.readme).
 # `make notebooks`: re-execute every notebook in place, training the runs it needs that are missing (hours on a
 # CPU; resumable: stop it and start again, finished runs are kept). Commit results/ text and the notebooks after.
 VENV ?= .venv

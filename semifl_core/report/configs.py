@@ -257,7 +257,7 @@ def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
     return out
 
 
-# The training-length curve (README, "Training length"): SemiFL and Partially Supervised at the small profile with
+# The training-length curve (docs/training_length.md): SemiFL and Partially Supervised at the small profile with
 # R rounds (the cosine schedule spans R; Partially Supervised gets the same server budget, R x server epochs).
 # R=30 is the small profile itself; R >= 100 is evaluated every 10 rounds (R=300 is the `long` profile exactly).
 HORIZONS = (30, 100, 300, 800)
@@ -274,7 +274,7 @@ def horizon_configs(p, ds, n, r) -> dict:
     return {f"R={r} | {label_of(m)}": make(p, ds, n, algorithm=m, **over) for m in methods}
 
 
-# The few-label study (README, "Few labels"): SemiFL with each pseudo-label rule (methods/pseudo_labels.py) at N_S=40
+# The few-label study (docs/few_labels.md): SemiFL with each pseudo-label rule (methods/pseudo_labels.py) at N_S=40
 # and at the profile's N_S, IID; Partially Supervised beside them.
 FEW_LABEL_NS = (40, 100)
 
