@@ -17,13 +17,13 @@ from .configs import label_of
 from .paper import IID, NON_IID_K2
 from .rule import above, at_least
 from .runs import curves
-from .tables import mean_std, seed_values
+from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
 # measure -> (display name, scale): shares are shown in percent
 MEASURES = {
     "skew_held": ("classes a client holds", 1),
-    "skew_tau_held": ("threshold, classes held", 1),
-    "skew_tau_unheld": ("threshold, classes not held", 1),
+    "skew_tau_held": ("threshold tau_c, classes held, %", 100),
+    "skew_tau_unheld": ("threshold tau_c, classes not held, %", 100),
     "skew_pred_unheld": ("labels in classes not held, % (all wrong)", 100),
     "skew_pass_held": ("pass rate, classes held, %", 100),
     "skew_pass_unheld": ("pass rate, classes not held, %", 100),
@@ -65,7 +65,7 @@ def mechanism_curves(df: pd.DataFrame) -> pd.DataFrame:
     (held / not held), value."""
     cur = curves(with_rows(df), keep=("row", "seed"))
     parts = []
-    for measure, stem, scale in (("threshold tau_c", "skew_tau", 1), ("pass rate, %", "skew_pass", 100),
+    for measure, stem, scale in (("threshold tau_c, %", "skew_tau", 100), ("pass rate, %", "skew_pass", 100),
                                  ("client update: test accuracy change, points", "skew_dacc", 1)):
         for group, suffix in (("classes held", "held"), ("classes not held", "unheld")):
             col = f"{stem}_{suffix}"
@@ -103,9 +103,9 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame) -> pd.DataFrame:
     ev = lambda a, b: f"{mean_std(a)} vs {mean_std(b)}"   # noqa: E731
     items = []
     for row in (SEMIFL_CA, FL2_ROW):
-        held, unheld = v(row, "skew_tau_held"), v(row, "skew_tau_unheld")
+        held, unheld = v(row, "skew_tau_held", 100), v(row, "skew_tau_unheld", 100)
         items.append((f"{row}: a client's threshold is lower for the classes it does not hold than for those it holds",
-                      above(held, unheld), f"tau held {mean_std(held)}, not held {mean_std(unheld)}"))
+                      above(held, unheld), f"tau_c, %: held {mean_std(held)}, not held {mean_std(unheld)}"))
     p_un, p_held = v(SEMIFL_CA, "skew_pass_unheld", 100), v(SEMIFL_CA, "skew_pass_held", 100)
     items.append((f"{SEMIFL_CA}: a larger share of the labels in classes a client does not hold (all wrong) passes than "
                   "of those in classes it holds", above(p_un, p_held), f"pass rate, % {ev(p_un, p_held)}"))
