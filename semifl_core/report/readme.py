@@ -57,6 +57,8 @@ ITEMS = {
     "scale": ("ours: where the effect holds (N_S, E, rounds, width); the sizing rule", "grows with more rounds"),
     "few_labels": ("ours: CBAFed's, ReMixMatch's and (FL)²'s pseudo-label rules inside SemiFL at few labels",
                    "[N_S=100] SemiFL with the client-adaptive rule beats Partially Supervised"),
+    "label_skew": ("ours: why the client-adaptive rule's IID gain vanishes under Non-IID K=2, and a fix",
+                   "Non-IID, K=2: the global-adaptive rule (the fix) beats Partially Supervised"),
     "horizon": ("ours: training length (R = 30 to 800) and the centralized FixMatch ceiling",
                 "[R=300] SemiFL beats Partially Supervised"),
     "theorem1": ("Theorem 1 (appendix E), simulated", "C_ssl decays at least at the bound"),
