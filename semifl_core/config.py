@@ -25,6 +25,9 @@ labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition)
 feddure_variant        FedDure as its paper describes it ("paper") or as its code runs ("code")
 cbafed_warmup          CBAFed's warm-up: the first W rounds train the labeled client alone
 cbafed_variant         CBAFed as its paper describes it ("paper") or as its code runs ("code")
+cbafed_labeled         CBAFed's labeled client: client_labels of each class ("balanced", our
+                       small variant) or its share of one Dirichlet draw over all the clients
+                       ("dirichlet", as CBAFed's released code draws it)
 pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau,
                        or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2),
                        global-adaptive (FreeMatch over the round's clients)
@@ -56,6 +59,7 @@ MODELS = ("wrn28x2", "wrn28x8", "cnn", "cnn-w2", "resnet9")
 NORMS = ("sbn", "gn", "bn")
 ENGINES = ("auto", "vectorized", "sequential")
 STRONG_AUGS = ("semifl", "fixmatch")
+CBAFED_LABELED = ("balanced", "dirichlet")   # Config.cbafed_labeled (partition.make_split draws them)
 PROFILES = ("paper", "small", "long", "smoke")
 CLIENT_STREAM_METHODS = (SEMIFL, FEDAVG_FIXMATCH)   # their round is semifl_round, which draws per-client streams
 
@@ -147,6 +151,8 @@ class Config:
     # CBAFed (methods/cbafed.py)
     cbafed_warmup: int = 0               # W: the first W rounds train the labeled client alone (its paper: 501)
     cbafed_variant: str = "paper"        # paper: its paper's rules | code: what its released code runs
+    cbafed_labeled: str = "balanced"     # client 0's labeled set: balanced (client_labels of each class) | dirichlet
+                                         # (its share of the partition's Dirichlet over all clients: partition.py)
     # randomness of a round: "round" draws every client's pseudo-labeling view, fix/mix draws, batch plans and
     # augmentations from the round's one stream (seed, r), in turn; "client" gives client c its own (seed, r, c), so
     # a client in its own process (semifl_core/flower) draws what the in-process harness draws for it. Same method,
@@ -200,7 +206,8 @@ class Config:
                               ("server_momentum", ("keep", "reset")),
                               ("round_order", ("code", "paper")), ("rng_streams", ("round", "client")),
                               ("mix_draws", ("set", "per-read")), ("shear_resample", ("nearest", "bilinear")),
-                              ("cutout_size", ("scaled", "fixed")), ("fl2_variant", ("paper", "code"))):
+                              ("cutout_size", ("scaled", "fixed")), ("fl2_variant", ("paper", "code")),
+                              ("cbafed_labeled", CBAFED_LABELED)):
             if getattr(self, name) not in choices:
                 close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -251,6 +258,13 @@ class Config:
                 or not 0 <= self.cbafed_warmup < self.rounds:
             bad("cbafed_warmup", f"must be an integer from 0 to rounds - 1 ({self.rounds - 1}): the warm-up rounds "
                                  "come first, and at least one federated round after them")
+        if self.cbafed_labeled != "balanced":
+            if self.algorithm not in CBAFED_METHODS:
+                bad("cbafed_labeled", f"draws CBAFed's labeled client, which only its rows "
+                                      f"({', '.join(CBAFED_METHODS)}) have; {self.algorithm} has none: use 'balanced'")
+            if self.partition_kind[0] != "dir":
+                bad("cbafed_labeled", f"'{self.cbafed_labeled}' cuts the whole training set over the clients by the "
+                                      f"partition's Dirichlet: partition must be 'dir-ALPHA', not {self.partition!r}")
         if self.algorithm in CBAFED_METHODS and not 0 < self.threshold <= 1:
             bad("threshold", f"must be in (0, 1] for {self.algorithm} (tau_h, the upper bound of its class thresholds)")
         if self.labels_at not in self.method.placements:
@@ -395,7 +409,7 @@ LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": 
                 "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
                 "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper", "cbafed_warmup": 0,
-                "cbafed_variant": "paper"}
+                "cbafed_variant": "paper", "cbafed_labeled": "balanced"}
 
 
 def run_key(config: dict) -> str:

@@ -61,7 +61,8 @@ CBAFED_UNUSED = ("num_supervised", "mixup_alpha", "mix_loss", "global_pseudo_lab
                  "mix_draws", "shear_resample", "cutout_size", "local_epochs", "strong_aug", "feddure_variant",
                  "labeled_partition", "pseudo_label_rule", "sam_rho", "fl2_variant", "active_rate")
 # CBAFed's setting (its Section 4, and its code): K=10 clients, all of them every round, client 0 labeled (one tenth
-# of the data; ours balanced per class, RSCFed's split is Dirichlet), the rest Dir(0.8); 501 warm-up epochs and 501
+# of the data; ours balanced per class, its code's split is one Dirichlet draw over all ten: Config.cbafed_labeled
+# "dirichlet"), the rest Dir(0.8); 501 warm-up epochs and 501
 # rounds; SGD lr 0.03 (0.02 on unlabeled clients), momentum 0.9, weight decay 5e-4, clipping 5, batch 64; tau_h 0.95.
 # Its ResNet-18 is not here: `paper` runs ResNet-9. `small`: the CPU variant sized in docs/cbafed.md ("CBAFed's small
 # variant"): our CNN, 20 warm-up rounds and 20 federated rounds.
