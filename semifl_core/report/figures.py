@@ -56,11 +56,13 @@ def reference_line(ax, g: pd.DataFrame, y: str, color, label: str, x: str = "rou
 
 
 def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: str = "round", ylabel=None,
-                  title=None, height: float = 3.0, bounds=(0, 100), refs=(), hue_order=None, xlabel="round"):
+                  title=None, height: float = 3.0, bounds=(0, 100), refs=(), hue_order=None, xlabel="round",
+                  wrap=None):
     """y over rounds, one panel per col (and row), one line per hue: the mean over seeds and a band of one std
     (clipped to `bounds`: a (low, high) pair, or a dict from a col or row value to its pair). Hue values in `refs`
     are drawn as reference lines (their final value). Titles, legend (outside the panels, below them) and values use
-    display names; ylabel is a string or a dict from a col or row value to its label. None when nothing to draw."""
+    display names; ylabel is a string or a dict from a col or row value to its label; wrap (no row): at most that
+    many panels a line, so that a figure stays readable at a notebook's width. None when nothing to draw."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
     d = data.dropna(subset=[y])
@@ -70,28 +72,32 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
     d = d.assign(**{c: d[c].map(display_name) for c in facets})
     cols = list(dict.fromkeys(d[col]))
     rows = list(dict.fromkeys(d[row])) if row else [None]
+    cells = [(r, c) for r in rows for c in cols]
+    ncol = min(wrap, len(cols)) if wrap and not row else len(cols)
+    nrow = -(-len(cells) // ncol)
     hues = [h for h in (hue_order or dict.fromkeys(d[hue])) if h in set(d[hue])]
     color = dict(zip(hues, colors(len(hues))))
     pick = lambda v, r, c: v.get(c, v.get(r)) if isinstance(v, dict) else v   # noqa: E731
-    fig, axes = plt.subplots(len(rows), len(cols), figsize=(4.4 * len(cols), height * len(rows) + 0.9),
-                             squeeze=False, layout="constrained")
-    for i, r in enumerate(rows):
-        for j, c in enumerate(cols):
-            ax = axes[i][j]
-            at = d[(d[col] == c) & ((d[row] == r) if row else True)]
-            lo, hi = pick(bounds, r, c) or (None, None)
-            for h in hues:
-                g = at[at[hue] == h]
-                if len(g) and h in refs:
-                    reference_line(ax, g, y, color[h], f"{h} (its final accuracy)", x)
-                elif len(g):
-                    mean_band(ax, g, x, y, color[h], h, (lo, hi))
-            ax.set_title(c if r is None else f"{r} | {c}", fontsize=10)
-            ax.set_xlabel(xlabel)
-            ax.set_ylabel(pick(ylabel, r, c) or y)
-            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig, axes = plt.subplots(nrow, ncol, figsize=(4.4 * ncol, height * nrow + 0.9), squeeze=False,
+                             layout="constrained")
+    for ax in axes.flat[len(cells):]:
+        ax.set_visible(False)
+    for k, (r, c) in enumerate(cells):
+        ax = axes.flat[k]
+        at = d[(d[col] == c) & ((d[row] == r) if row else True)]
+        lo, hi = pick(bounds, r, c) or (None, None)
+        for h in hues:
+            g = at[at[hue] == h]
+            if len(g) and h in refs:
+                reference_line(ax, g, y, color[h], f"{h} (its final accuracy)", x)
+            elif len(g):
+                mean_band(ax, g, x, y, color[h], h, (lo, hi))
+        ax.set_title(c if r is None else f"{r} | {c}", fontsize=10)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(pick(ylabel, r, c) or y)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     handles = {}
-    for ax in axes.flat:
+    for ax in axes.flat[:len(cells)]:
         for hd, lb in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lb, hd)
     fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(len(handles), 3), frameon=False)
