@@ -243,7 +243,7 @@ def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
     axes[0].axhline(ref.closed.iloc[0], ls="--", c="gray", label="paper: CIFAR-10, N_S=250, IID")
     axes[0].axhline(0, c="black", lw=0.8)
     axes[0].set(xlabel="rounds R (log scale)", ylabel="gap closed (%)", title="Partially -> Fully Supervised gap closed")
-    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
     c = curves(df[df.method == label_of(SEMIFL)], keep=("R", "seed"))
     c["progress"] = c["round"] / c["R"]
     rs = sorted(c.R.unique())
@@ -252,7 +252,7 @@ def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
         for r, color in zip(rs, colors(len(rs))):
             mean_band(ax, c[c.R == r].dropna(subset=[y]), "progress", y, color, f"R={r}", bounds, marker=".")
         ax.set(xlabel="round / R", ylabel=name, title=f"SemiFL's {name.split(' (')[0].lower()} per round")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(rs), frameon=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     return fig
 
 
@@ -283,5 +283,5 @@ def cbafed_figure(df, warmup: int, title: str):
     axes[1].set(xlabel="federated round", ylabel="%", title="CBAFed: the unlabeled clients' pseudo-labels")
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=2, frameon=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False)
     return fig

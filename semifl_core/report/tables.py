@@ -74,7 +74,7 @@ def accuracy(df, ds, n, method, part=None, metric="best_acc"):
 
 def paper_cell(text):
     """A paper's cell in our format: '95.3(0.1)' -> '95.3 (0.1)'; None (the paper has none) -> '-'."""
-    return "-" if text is None else re.sub(r"(\d)\(", r"\1 (", str(text))
+    return "-" if text is None or text != text else re.sub(r"(\d)\(", r"\1 (", str(text))   # None or NaN
 
 
 def table1(df, ds, n) -> pd.DataFrame:
