@@ -22,6 +22,11 @@
 # - **The fix**: the *global-adaptive* rule, FreeMatch's self-adaptive threshold (Wang et al., ICLR 2023) computed as FreeMatch computes it, over all the unlabeled data, here the round's active clients together: one set of per-class thresholds for every client, so a class one client does not hold is not given a threshold near zero.
 #
 # Setting: the `small` profile (Fashion-MNIST, N_S=100, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), seeds 0-2. **Fixed before the runs** (docs/label_skew.md): the measures, each run summarised by its mean over its rounds; the fix, its runs (IID and Non-IID K=2) and its judges (Partially Supervised, and the client-adaptive rule at the same partition; final-round test accuracy). The fix was chosen after the first instrumented run showed the mechanism, before any run of it. Verdicts by the package's rule: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise. No paper reports these measurements: every number here is ours.
+#
+# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*. The runs' campaigns: `python -m semifl_core.campaign label_skew_diagnosis label_skew_fix`.
+
+# %% [markdown]
+# ## Parameters and runs
 
 # %% tags=["parameters"]
 profile = 'small'          # 'small' | 'smoke'
@@ -34,9 +39,8 @@ figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
 # %%
+import matplotlib.pyplot as plt
 import pandas as pd
-import seaborn as sns
-from IPython.display import Markdown, display
 from semifl_core import report
 from semifl_core.report import configs, label_skew as skew
 
@@ -54,17 +58,16 @@ mech = report.run_all(configs.label_skew_diagnosis_configs(profile, ds, n, round
 
 # %%
 acc = report.curves(skew.with_rows(fix), keep=('row', 'seed', 'partition'))
-acc = acc[acc.row != configs.label_of('fully-supervised')] if len(acc) else acc
 psl = configs.label_of('partially-supervised')
-panels = [acc[(acc.row != psl) & (acc.partition == part)].assign(panel=name) for part, name in skew.PARTITION_NAMES.items()]
-panels += [acc[acc.row == psl].assign(panel=name) for name in skew.PARTITION_NAMES.values()]
-outcome = pd.concat(panels, ignore_index=True) if len(acc) else acc.assign(panel=[])
-g = sns.relplot(data=outcome, x='round', y='test_acc', hue='row', col='panel', kind='line', errorbar='sd',
-                height=3.2, aspect=1.3, col_order=list(skew.PARTITION_NAMES.values())) if len(outcome) else None
-if g is not None:
-    g.set_titles('{col_name}').set_axis_labels('round', 'test accuracy, %')
-    g.legend.set_title('')
-print(report.save_figure(g, figures_dir, f'label_skew_outcome_{ds}'))
+keep = acc[acc.row != configs.label_of('fully-supervised')] if len(acc) else acc
+panels = [keep[(keep.row != psl) & (keep.partition == part)].assign(panel=name) for part, name in skew.PARTITION_NAMES.items()]
+panels += [keep[keep.row == psl].assign(panel=name) for name in skew.PARTITION_NAMES.values()]
+outcome = pd.concat(panels, ignore_index=True) if len(keep) else keep.assign(panel=[])
+fig = report.lineplot_grid(outcome, 'test_acc', hue='row', col='panel', ylabel='test accuracy (%)', height=3.4,
+                           hue_order=['global-adaptive', 'client-adaptive', psl],
+                           title='The fix (global-adaptive) against the client-adaptive rule and Partially Supervised')
+print(report.save_figure(fig, figures_dir, f'label_skew_outcome_{ds}'))
+plt.show()
 
 # %% tags=["nbval-check-output"]
 skew.fix_table(fix)
@@ -72,16 +75,15 @@ skew.fix_table(fix)
 # %% [markdown]
 # ## The mechanism: what each rule does with the classes a client does not hold
 #
-# Per round, averaged over the round's active clients (mean over seeds, band one std). Solid: the classes a client holds; dashed: the classes it does not hold. A pseudo-label in a class the client does not hold is always wrong.
+# Per round, averaged over the round's active clients (mean over seeds, band one std). Top row: the classes a client holds; bottom row: the classes it does not hold. A pseudo-label in a class the client does not hold is always wrong.
 
 # %%
 cur = skew.mechanism_curves(mech)
-g = sns.relplot(data=cur, x='round', y='value', hue='row', style='classes', col='measure', kind='line', errorbar='sd',
-                height=3.0, aspect=1.15, facet_kws=dict(sharey=False)) if len(cur) else None
-if g is not None:
-    g.set_titles('{col_name}').set_axis_labels('round', '')
-    g.legend.set_title('')
-print(report.save_figure(g, figures_dir, f'label_skew_mechanism_{ds}'))
+fig = report.lineplot_grid(cur, 'value', hue='row', col='measure', row='classes', bounds=skew.MECHANISM_BOUNDS,
+                           ylabel={m: m for m, _, _ in skew.MECHANISM_PANELS}, height=2.8,
+                           title='Under Non-IID K=2: what each rule does with the classes a client holds and those it does not')
+print(report.save_figure(fig, figures_dir, f'label_skew_mechanism_{ds}'))
+plt.show()
 
 # %% [markdown]
 # Each instrumented run summarised by its mean over its rounds; mean (population std) and n over seeds.
@@ -96,7 +98,7 @@ skew.mechanism_table(mech)
 
 # %%
 claims = skew.claims(mech, skew.fix_table(fix))
-display(Markdown(skew.takeaway(claims)))
+report.takeaway(claims)
 
 # %% [markdown]
 # ## Claims

@@ -1,6 +1,7 @@
 """The label-skew study (issue 41; notebooks/label_skew): why the client-adaptive rule that beats Partially
 Supervised under IID stops doing so under Non-IID K=2, measured on instrumented runs, and the fix it names
-(docs/label_skew.md). Runs in (report.run_all's frames), tables, curves, claims and the written takeaway out.
+(docs/label_skew.md). Runs in (report.run_all's frames), tables, curves and claims out (the written takeaway is
+report.takeaway of the claims).
 
 Each instrumented run is summarised by the mean of each measure over its rounds (fixed before the runs: every
 evaluated round counts alike); a row of the mechanism table is the mean (population std) over seeds of those run
@@ -60,13 +61,19 @@ def mechanism_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("rule").T if rows else pd.DataFrame()
 
 
+# the figure's panels: (title, column stem, scale), and each panel's y range
+MECHANISM_PANELS = (("threshold tau_c (%)", "skew_tau", 100), ("pass rate (%)", "skew_pass", 100),
+                    ("client update: test accuracy change (points)", "skew_dacc", 1))
+MECHANISM_BOUNDS = {"threshold tau_c (%)": (0, 100), "pass rate (%)": (0, 100),
+                    "client update: test accuracy change (points)": (-100, 100)}
+
+
 def mechanism_curves(df: pd.DataFrame) -> pd.DataFrame:
     """Long frame for the figure: round, rule, seed, measure (thresholds, pass rates, accuracy change), class group
     (held / not held), value."""
     cur = curves(with_rows(df), keep=("row", "seed"))
     parts = []
-    for measure, stem, scale in (("threshold tau_c, %", "skew_tau", 100), ("pass rate, %", "skew_pass", 100),
-                                 ("client update: test accuracy change, points", "skew_dacc", 1)):
+    for measure, stem, scale in MECHANISM_PANELS:
         for group, suffix in (("classes held", "held"), ("classes not held", "unheld")):
             col = f"{stem}_{suffix}"
             if col in cur:
@@ -127,19 +134,3 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame) -> pd.DataFrame:
         items.append((f"{name}: the global-adaptive rule beats the client-adaptive rule", r["fix vs client-adaptive"],
                       f"{r['global-adaptive (the fix)']} vs {r['client-adaptive']}"))
     return make_claims(items)
-
-
-def takeaway(table: pd.DataFrame) -> str:
-    """The written takeaway, generated from the claims table (so it cannot disagree with it): the held claims as
-    findings, then what is within noise, not held, or not run yet."""
-    def lines(verdicts):
-        return [f"- {c} ({e})." for c, h, e in table.itertuples(index=False) if h in verdicts]
-    held, not_held = lines(("held",)), lines(("not held",))
-    open_ = [f"- {c}: {h}." for c, h, _ in table.itertuples(index=False)
-             if h not in ("held", "not held")]
-    out = ["**Held** (by the package's rule):", *(held or ["- none yet."])]
-    if not_held:
-        out += ["", "**Not held** (the opposite is shown):", *not_held]
-    if open_:
-        out += ["", "**No verdict yet** (within noise, one seed, or not run):", *open_]
-    return "\n".join(out)

@@ -638,3 +638,25 @@ def few_label_noniid_table(df, best) -> pd.DataFrame:
                           "beats Partially Supervised": above(v(r), psl) if r != label_of(PARTIALLY_SUPERVISED) else "-",
                           "beats the fixed rule": above(v(r), fixed) if r not in (FIXED, label_of(PARTIALLY_SUPERVISED))
                           else "-"} for r in (*best, FIXED, label_of(PARTIALLY_SUPERVISED))], columns=columns)
+
+
+# FedDure's released code (White1973/FedDure), run outside the package on our (DIR, DIR) split: its per-round test
+# accuracy, committed as text (notebooks/external/feddure_released_code.csv: seed, rounds, round, test_acc).
+FEDDURE_RELEASED = "FedDure, released code (White1973/FedDure, patched: Fashion-MNIST, our CNN, our split)"
+
+
+def feddure_released_table(df, released: pd.DataFrame, setting: str = "(DIR, DIR)") -> pd.DataFrame:
+    """Final-round test accuracy per seed of the released code beside ours (FedDure paper and code variants, FedAvg*)
+    at the same rounds and setting, for the seeds the released code ran; mean (std) n over those seeds."""
+    from .configs import FEDDURE_CODE, FEDDURE_PAPER
+    from ..methods import FEDAVG_LABELED
+    last = released.sort_values("round").groupby("seed").tail(1).set_index("seed").test_acc
+    seeds = sorted(last.index)
+    ours = {r: df[(df.row == r) & (df.setting == setting)].set_index("seed").final_acc
+            for r in (FEDDURE_PAPER, FEDDURE_CODE, label_of(FEDAVG_LABELED))}
+    rows = [{"row": FEDDURE_RELEASED, **{f"seed {s}": f"{last[s]:.1f}" for s in seeds}, "mean": mean_std(last[seeds])}]
+    for r, v in ours.items():
+        got = [v[s] for s in seeds if s in v.index]
+        rows.append({"row": f"{r}, ours", **{f"seed {s}": f"{v[s]:.1f}" if s in v.index else "not run" for s in seeds},
+                     "mean": mean_std(got)})
+    return pd.DataFrame(rows)
