@@ -58,14 +58,14 @@ def mechanism_table(df: pd.DataFrame) -> pd.DataFrame:
         m = means[means.row == row]
         rows.append({"rule": row, **{name: mean_std(m[c] * scale) if c in m else "not run"
                                      for c, (name, scale) in MEASURES.items()}})
-    return pd.DataFrame(rows).set_index("rule").T if rows else pd.DataFrame()
+    return pd.DataFrame(rows).set_index("rule").T.rename_axis("measure") if rows else pd.DataFrame()
 
 
 # the figure's panels: (title, column stem, scale), and each panel's y range
 MECHANISM_PANELS = (("threshold tau_c (%)", "skew_tau", 100), ("pass rate (%)", "skew_pass", 100),
-                    ("client update: test accuracy change (points)", "skew_dacc", 1))
+                    ("accuracy change (points)", "skew_dacc", 1))
 MECHANISM_BOUNDS = {"threshold tau_c (%)": (0, 100), "pass rate (%)": (0, 100),
-                    "client update: test accuracy change (points)": (-100, 100)}
+                    "accuracy change (points)": (-100, 100)}
 
 
 def mechanism_curves(df: pd.DataFrame) -> pd.DataFrame:

@@ -131,7 +131,7 @@ def _paper(part):
     pds, pn = paper.paper_column_for(*PROFILE_GRID["small"][0])
     semi, psl, full = (paper.value(paper.table1(m, part, pds, pn)) for m in (SEMIFL, PARTIALLY_SUPERVISED,
                                                                                FULLY_SUPERVISED))
-    return f"{semi:.1f}", f"{100 * gap_closed(semi, psl, full):.0f} %"
+    return f"{semi:.1f}", f"{gap_closed(semi, psl, full):.0f} %"
 
 
 def _verdict(row) -> str:
@@ -180,7 +180,7 @@ def headline(results_dir=None) -> str:
     rows = headline_rows(results_dir)
     for row in rows:
         a, psl, fsl = row["a"], row["psl"], row["fsl"]
-        closed = [100 * gap_closed(a[s], psl[s], fsl[s]) for s in sorted(set(a) & set(psl) & set(fsl))]
+        closed = [gap_closed(a[s], psl[s], fsl[s]) for s in sorted(set(a) & set(psl) & set(fsl))]
         semi_p, closed_p = _paper(row["partition"]) if row["method"] == C.label_of(SEMIFL) else ("-", "-")
         out.append(f"| {row['study']} | {row['R']} | {paper.PARTITION_NAMES[row['partition']]} | {row['method']} "
                    f"| {cell(a.values())} | {cell(psl.values())} | {_verdict(row)} "
