@@ -1,6 +1,6 @@
 """Notebooks: every notebook executes headlessly in the smoke profile (papermill) and ends with its claims (or
-findings) table and figures, then nbval re-executes the executed copies (--nbval-lax: only cells marked
-# NBVAL_CHECK_OUTPUT are compared). The committed notebooks themselves are checked by
+findings) table and figures, then nbval re-executes the executed copies (--nbval-lax: only cells tagged
+`nbval-check-output` are compared). The committed notebooks themselves are checked by
 `pytest --nbval-lax notebooks/` against the committed results (Makefile `test`)."""
 import subprocess
 import sys
