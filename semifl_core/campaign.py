@@ -119,11 +119,6 @@ def cbafed() -> list[tuple[str, Config]]:
     return [(f"cbafed: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2) for label, cfg in cfgs.items()]
 
 
-QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
-          "feddure_200": feddure_200, "label_skew_long": label_skew_long,
-          "label_skew_diagnosis": label_skew_diagnosis, "label_skew_fix": label_skew_fix}
-
-
 def cbafed_own() -> list[tuple[str, Config]]:
     """CBAFed's Table 1 in its released code's setting (issue 41: the labeled client drawn by the Dirichlet partition,
     configs.cbafed_own_setting_configs), seed by seed as `cbafed`. About 7 (lower bound), 12 (upper bound), 13
@@ -133,7 +128,9 @@ def cbafed_own() -> list[tuple[str, Config]]:
             for label, cfg in cfgs.items()]
 
 
-QUEUES["cbafed_own"] = cbafed_own
+QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
+          "feddure_200": feddure_200, "label_skew_long": label_skew_long,
+          "label_skew_diagnosis": label_skew_diagnosis, "label_skew_fix": label_skew_fix, "cbafed_own": cbafed_own}
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:

@@ -67,8 +67,9 @@ def client_adaptive_thresholds(probs: np.ndarray) -> np.ndarray:
 def select(rule: str, probs: list[np.ndarray], tau: float, labeled_counts: np.ndarray, state: dict) -> list[dict]:
     """The rule applied to the active clients' probabilities (one array per client, rows = images), given the class
     counts of the labeled set. Returns per client {"conf", "pseudo", "tau", "tau_class"} (tau: one threshold, or one
-    per image, that of its pseudo-label's class; tau_class: the threshold of every class, for the diagnostics). class-balanced reads state["counts"], the previous round's confident counts
-    (absent in the first round), which the caller stores with `confident_counts`."""
+    per image, that of its pseudo-label's class; tau_class: the threshold of every class, for the diagnostics).
+    class-balanced reads state["counts"], the previous round's confident counts (absent in the first round), which the
+    caller stores with `confident_counts`."""
     labeled_counts = np.asarray(labeled_counts, dtype=np.float64)
     if rule == ALIGNED:
         mean = np.concatenate(probs).mean(0)
@@ -116,6 +117,7 @@ def skew_measures(labeled: list[dict], num_classes: int) -> dict:
       skew_fix_unheld      share of its fix set (pseudo-labels at or above their threshold) in classes it does not hold
       skew_pass_held/unheld share of the images pseudo-labeled as a held / not-held class that pass their threshold
       skew_fix_acc_held    % right among its fix-set labels of held classes (a not-held label is never right)"""
+    mean = lambda v, m: v[m].mean() if m.any() else np.nan   # noqa: E731  (v over the cases m; nan if none)
     rows = []
     for lab in labeled:
         held = held_classes(lab["truth"], num_classes)
@@ -123,9 +125,7 @@ def skew_measures(labeled: list[dict], num_classes: int) -> dict:
         pred_held = held[lab["pseudo"]]
         right = lab["pseudo"] == lab["truth"]
         tau_c = lab["tau_class"]
-        mean = lambda v, m: v[m].mean() if m.any() else np.nan   # noqa: E731
-        rows.append({"skew_held": held.sum(), "skew_tau_held": tau_c[held].mean(),
-                     "skew_tau_unheld": tau_c[~held].mean() if (~held).any() else np.nan,
+        rows.append({"skew_held": held.sum(), "skew_tau_held": tau_c[held].mean(), "skew_tau_unheld": mean(tau_c, ~held),
                      "skew_pred_unheld": (~pred_held).mean(),
                      "skew_fix_unheld": mean(~pred_held, fix),
                      "skew_pass_held": mean(fix, pred_held), "skew_pass_unheld": mean(fix, ~pred_held),
