@@ -125,7 +125,8 @@ def skew_measures(labeled: list[dict], num_classes: int) -> dict:
         pred_held = held[lab["pseudo"]]
         right = lab["pseudo"] == lab["truth"]
         tau_c = lab["tau_class"]
-        rows.append({"skew_held": held.sum(), "skew_tau_held": tau_c[held].mean(), "skew_tau_unheld": mean(tau_c, ~held),
+        rows.append({"skew_held": held.sum(), "skew_tau_held": tau_c[held].mean(),
+                     "skew_tau_unheld": mean(tau_c, ~held),
                      "skew_pred_unheld": (~pred_held).mean(),
                      "skew_fix_unheld": mean(~pred_held, fix),
                      "skew_pass_held": mean(fix, pred_held), "skew_pass_unheld": mean(fix, ~pred_held),
