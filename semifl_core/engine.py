@@ -20,6 +20,7 @@ train on identical inputs:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -27,6 +28,46 @@ from torch.func import functional_call, grad, vmap
 
 from .augment import normalize
 from .tasks import Task
+
+
+@dataclass(frozen=True)
+class Speed:
+    """How the engines and the experiment run, not what they compute (never in the run key). Every switch but bf16
+    keeps the results: bit-identical on a CPU, equal to float rounding on a GPU (cuda_graphs). All False: the code
+    paths as they were before these switches (`baseline`); `default(device)`: what runs.
+
+    sync_free    stats and losses summed on the device, read once per round (no host sync inside step loops)
+    flat_sgd     one set of optimizer kernels per step over flat buffers, not one set per parameter tensor
+    cuda_graphs  the fixed-shape steps (all clients at a full batch; the server's step) captured once, replayed (CUDA)
+    sbn_one_pass sBN statistics of many groups of 250 images per forward, instead of one forward per group
+    bf16         bfloat16 autocast of the forward/backward (CHANGES results: for `semifl bench` only, never a run)
+    """
+    sync_free: bool = False
+    flat_sgd: bool = False
+    cuda_graphs: bool = False
+    sbn_one_pass: bool = False
+    bf16: bool = False
+
+    @classmethod
+    def baseline(cls) -> "Speed":
+        return cls()
+
+    @classmethod
+    def default(cls, device) -> "Speed":
+        """Every change that keeps results on; CUDA graphs only on a CUDA device; fp32."""
+        return cls(sync_free=True, flat_sgd=True, cuda_graphs=torch.device(device).type == "cuda",
+                   sbn_one_pass=True)
+
+    def check(self, device) -> "Speed":
+        """self, if this device can run it; ConfigError (one line) otherwise."""
+        from .config import ConfigError
+        dev = torch.device(device)
+        if self.cuda_graphs and dev.type != "cuda":
+            raise ConfigError(f"cuda_graphs=True: needs a CUDA device, this run is on {dev}; allowed on {dev}: False")
+        if self.bf16 and not (dev.type == "cuda" and torch.cuda.is_bf16_supported()):
+            raise ConfigError(f"bf16=True: needs a CUDA GPU with bfloat16 support, this run is on "
+                              f"{torch.cuda.get_device_name(dev) if dev.type == 'cuda' else dev}; allowed: False")
+        return self
 
 
 def cosine_lr(cfg, r: int) -> float:
@@ -42,8 +83,8 @@ def model_inputs(batch: dict, mean, std) -> dict:
 class SequentialEngine:
     """The reference: each task trains its own copy of the start model, one after another."""
 
-    def __init__(self, cfg, mean, std):
-        self.cfg, self.mean, self.std = cfg, mean, std
+    def __init__(self, cfg, mean, std, speed: Speed | None = None):
+        self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
 
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None],
               losses: list | None = None):
@@ -86,8 +127,8 @@ class SequentialEngine:
 class VectorizedEngine:
     """All tasks at once: stacked parameters, vmap(grad) over clients, SGD on the stacked tensors."""
 
-    def __init__(self, cfg, mean, std):
-        self.cfg, self.mean, self.std = cfg, mean, std
+    def __init__(self, cfg, mean, std, speed: Speed | None = None):
+        self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
 
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None]):
         cfg, n = self.cfg, len(tasks)
@@ -186,6 +227,7 @@ def _stack_tasks(tasks: list[Task]) -> dict:
     return {key: torch.stack([pad(t.views[key]) for t in tasks]) for key in tasks[0].views}
 
 
-def make_engine(cfg, mean, std, device_type: str):
+def make_engine(cfg, mean, std, device_type: str, speed: Speed | None = None):
+    """The client engine for this device; speed None: Speed.default(device_type)."""
     engine = VectorizedEngine if cfg.resolved_engine(device_type) == "vectorized" else SequentialEngine
-    return engine(cfg, mean, std)
+    return engine(cfg, mean, std, Speed.default(device_type) if speed is None else speed)
