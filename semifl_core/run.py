@@ -76,6 +76,8 @@ class Experiment:
         self.cfg, self.data, self.device = cfg, data, device
         self.speed = (Speed.default(device) if speed is None else speed).check(device)
         self.mean, self.std = data.mean, data.std
+        if self.speed.sync_free:   # on the device once, not copied there by every normalisation
+            self.mean, self.std = (torch.as_tensor(v, dtype=torch.float32, device=device) for v in (self.mean, self.std))
         self.method_round = cfg.method.round_function()
         labels = data.y_train.cpu().numpy()
         server, clients, labeled = make_split(cfg, labels)
@@ -102,7 +104,7 @@ class Experiment:
     # ------------------------------------------------------------------ pieces of a round
     def refresh_sbn(self, model, idx=None):
         idx = self.sbn_idx if idx is None else idx
-        sbn.compute_statistics(model, self.data.x_train[idx], self.mean, self.std)
+        sbn.compute_statistics(model, self.data.x_train[idx], self.mean, self.std, one_pass=self.speed.sbn_one_pass)
 
     def evaluate(self, model, per_class: dict | None = None, prefix: str = "") -> float:
         """Test accuracy (%); with per_class, also adds each class's accuracy as per_class[f"{prefix}acc_c{k}"]."""
