@@ -180,18 +180,33 @@ PHASES = ("sbn", "pseudo_label", "augment", "clients", "aggregate", "server", "e
 
 
 def speed_variants(device) -> list[tuple[str, object]]:
-    """(name, engine.Speed) pairs to compare: today's code (Speed.baseline()), each switch alone, all switches
-    together, and Speed.default(device) where it is neither; [("today", None)] in a tree without engine.Speed."""
+    """(name, engine.Speed) pairs to compare, in this order: today's code (Speed.baseline()); Speed.default(device)
+    where it differs from the next; every switch this device runs together ("all"); each switch alone
+    ("+sync_free"), or with the one other switch it needs ("+flat_sgd+cuda_graphs"). A switch the device cannot run
+    (Speed.check) stays in the list alone, so that its row says why. [("today", None)] without engine.Speed."""
     try:
         from .engine import Speed
     except ImportError:
         return [("today", None)]
+
+    def runs(speed) -> bool:
+        try:
+            speed.check(device)
+            return True
+        except ConfigError:
+            return False
     base = Speed.baseline()
     switches = [f.name for f in dataclasses.fields(Speed) if getattr(base, f.name) is False]
-    together = dataclasses.replace(base, **{name: True for name in switches})
-    out = [("baseline", base), *((f"+{n}", dataclasses.replace(base, **{n: True})) for n in switches), ("all", together)]
-    default = Speed.default(device)
-    return out + ([("default", default)] if default not in (base, together) else [])
+    out = [("baseline", base)]
+    for name in switches:
+        alone = dataclasses.replace(base, **{name: True})
+        need = [] if runs(alone) else [o for o in switches
+                                       if o != name and runs(dataclasses.replace(alone, **{o: True}))]
+        out.append(("+" + "+".join(need[:1] + [name]), dataclasses.replace(alone, **{o: True for o in need[:1]})))
+    ok = {n for _, v in out[1:] if runs(v) for n in switches if getattr(v, n)}   # the switches this device runs
+    together = dataclasses.replace(base, **{n: True for n in ok})
+    default = Speed.default(device)   # first after the baseline: what a deadline must not skip
+    return out[:1] + ([("default", default)] if default not in (base, together) else []) + [("all", together)] + out[1:]
 
 
 def default_speed(device) -> tuple[str, object]:
@@ -326,8 +341,9 @@ def measure_round(exp, start, r: int, flops: float, peak: float, scale: float = 
         wall = time.perf_counter() - t
     clients = m.get("time_clients", 0.0)
     images = client_images(exp.cfg, m)
-    row = {"round_s": wall, **{f"{p}_s": m.get(f"time_{p}") for p in PHASES}, "client_samples": m.get("client_samples", 0),
-           "label_ratio": m.get("label_ratio"), "client_img_s": images / clients if clients else float("nan"),
+    row = {"round_s": wall, **{f"{p}_s": m.get(f"time_{p}") for p in PHASES},
+           "client_samples": m.get("client_samples", 0), "label_ratio": m.get("label_ratio"),
+           "client_img_s": images / clients if clients else float("nan"),
            "syncs_per_round": syncs[0], "profiled": counts.get("raw"),
            **{f"{k}_per_client_step": v for k, v in counts.items() if k not in ("error", "raw")}}
     if "error" in counts:
@@ -512,7 +528,7 @@ def grid_throughput(specs: dict, ks=(1, 2, 4, 8), device="auto", deadline: float
                 p.terminate()
     for row in rows:
         if "rounds_per_h" in row:
-            row["projected"] = (f"{row['rounds_per_h']:,.0f} rounds/h, {row['runs_per_h']:.1f} runs/h of "
+            row["projected"] = (f"{row['rounds_per_h']:,.0f} rounds/h, {row['runs_per_h']:,.1f} runs/h of "
                                 f"{row['profile_rounds']} rounds" + (f" ({row['vs_K1']:.2f}x K=1)" if row.get("vs_K1")
                                                                       else ""))
             row["note"] = (f"start-up up to {row['startup_s']:.0f} s a process, not counted; estimated peak "

@@ -185,7 +185,8 @@ def runs_per_gpu(value, device=None, configs=()) -> int:
         if value * need > GPU_MEMORY_SHARE * props.total_memory:
             raise ConfigError(
                 f"{name}={value}: {value} runs of about {_size(need)} each (estimated for {cfg.model} on "
-                f"{cfg.dataset}, {cfg.num_active} clients x batch {cfg.client_batch}) need {_size(value * need)}, more than "
+                f"{cfg.dataset}, {cfg.num_active} clients x batch {cfg.client_batch}) need {_size(value * need)}, "
+                f"more than "
                 f"{GPU_MEMORY_SHARE:.0%} of the {_size(props.total_memory)} of the {props.name}: at most "
                 f"{max(1, int(GPU_MEMORY_SHARE * props.total_memory // need))} here")
     return value

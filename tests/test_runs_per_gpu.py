@@ -1,6 +1,7 @@
 """Several runs on one GPU (issue 42, item 6): K = runs_per_gpu for run_all and sweeps, its bad values refused in one
 line each (K < 1, K > 1 without a GPU, K runs that overfill the GPU's memory), the workers it gives on CUDA, and the
 per-run memory estimate it is checked with. The GPU itself is faked here (this machine has none)."""
+import os
 import signal
 from types import SimpleNamespace
 
@@ -50,6 +51,17 @@ def test_on_cuda_run_all_trains_k_runs_a_gpu_on_every_gpu_it_sees(monkeypatch):
     assert workers_for("cuda", 20, 4) == 8 and workers_for("auto", 20, 4) == 8   # 4 on each of 2 GPUs
     assert workers_for("cuda:1", 20, 4) == 4                                     # the one GPU named
     assert workers_for("cuda", 3, 4) == 3 and workers_for("cuda", 20, 1) == 2    # never more than the runs
+
+
+def test_run_alls_workers_on_several_gpus_each_see_their_own_in_turn(monkeypatch):
+    import multiprocessing
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    slots, seen = multiprocessing.get_context("spawn").Value("i", 0), []
+    for _ in range(3):   # as three workers started one after another
+        workers.init(None, gpus=[3, 5], slots=slots)
+        seen.append(os.environ["CUDA_VISIBLE_DEVICES"])
+    assert seen == ["3", "5", "3"]
 
 
 def test_k_runs_that_would_overfill_the_gpu_are_refused_with_the_most_that_fit(monkeypatch):

@@ -271,7 +271,8 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
     if todo:   # K runs a GPU (one line if it is refused), spread over the GPUs torch sees
         from ..run import pick_device
         dev = pick_device(device)
-        n = workers or workers_for(device, len(todo), check_runs_per_gpu(runs_per_gpu, dev, [jobs[i][1] for i in todo]))
+        k = check_runs_per_gpu(runs_per_gpu, dev, [jobs[i][1] for i in todo])
+        n = workers or workers_for(device, len(todo), k)
         gpus = gpu_ids(dev) if dev.type == "cuda" and n > 1 and len(gpu_ids(dev)) > 1 else None
     with tqdm(total=len(jobs), initial=len(done), desc=f"runs ({len(todo)} to train, {n} at a time)",
               disable=swept) as bar:
