@@ -65,8 +65,8 @@ def log(start: float, text: str) -> None:
 
 def epochs_for(cfg, steps: int) -> float:
     """Client epochs that give about `steps` steps a client (smoke sizes)."""
-    share = cfg.num_clients and (60000 if cfg.dataset == "fashionmnist" else 2000) / cfg.num_clients
-    return min(cfg.local_epochs, steps * cfg.client_batch / share)
+    from semifl_core.config import TRAIN_SIZE
+    return min(cfg.local_epochs, steps * cfg.client_batch * cfg.num_clients / TRAIN_SIZE[cfg.dataset])
 
 
 def plan(smoke: bool):
@@ -79,18 +79,16 @@ def plan(smoke: bool):
                  ("paper-fmnist", "smoke: Fashion-MNIST, 3 clients", fm, False, epochs_for(fm, 3), False),
                  ("small", "smoke: Fashion-MNIST CNN", fm, False, epochs_for(fm, 3), True)]
         grid = {"small": dict(cfg=tiny.replace(threshold=0.0, local_epochs=epochs_for(tiny, 3)), rounds=1,
-                              label="smoke: smoke runs", synthetic=False)}
+                              label="smoke runs", synthetic=False)}
         return parts, grid, (1, 2)
     paper, small = profile("paper"), profile("small")
-    parts = [("paper-cifar", "paper WRN-28-2, CIFAR-10-shaped random images", paper, True, 1.0, True),
-             ("paper-fmnist", "paper WRN-28-2, Fashion-MNIST", profile("paper", dataset="fashionmnist"), False, 1.0,
-              False),
-             ("small", "small CNN, Fashion-MNIST", small, False, 1.0, True)]
+    parts = [("paper-cifar", "paper, CIFAR-10-shaped", paper, True, 1.0, True),
+             ("paper-fmnist", "paper, Fashion-MNIST", profile("paper", dataset="fashionmnist"), False, 1.0, False),
+             ("small", "small, Fashion-MNIST", small, False, 1.0, True)]
     grid = {"small": dict(cfg=small.replace(threshold=0.0, local_epochs=1.0), rounds=3, scale=1.0,
-                          label="small CNN runs (tau 0, E=1)", synthetic=False),
+                          label="small runs", synthetic=False),
             "paper": dict(cfg=paper.replace(threshold=0.0, local_epochs=0.5), rounds=1, scale=paper.local_epochs / 0.5,
-                          label="paper WRN-28-2 rounds (CIFAR-10-shaped, tau 0, E=0.5 projected to 5)",
-                          synthetic=True)}
+                          label="paper rounds", synthetic=True)}
     return parts, grid, (1, 2, 4, 8)
 
 
@@ -109,7 +107,7 @@ def main(argv=None) -> int:
     import torch
 
     from semifl_core import bench
-    from semifl_core.data import DataError, load
+    from semifl_core.data import DEBIAN_FASHION_MNIST, DataError, load
     from semifl_core.run import pick_device
     dev = pick_device(args.device)
     log(start, f"device {torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu'}, torch {torch.__version__}")
@@ -120,7 +118,8 @@ def main(argv=None) -> int:
         variants = [n for n, _ in bench.speed_variants(dev) if n in ("today", "baseline", "all") or "cuda_graphs" in n]
     try:
         fmnist = load("fashionmnist", args.data_root, dev, download=False)
-        found = f"fashionmnist (real files, {args.data_root} or /usr/share/datasets/fashion-mnist)"
+        raw = Path(args.data_root) / "FashionMNIST" / "raw"
+        found = f"fashionmnist (real files in {raw if raw.is_dir() else DEBIAN_FASHION_MNIST})"
     except DataError as err:
         fmnist, found = None, " ".join(str(err).split())
         log(start, f"Fashion-MNIST NOT FOUND, going on without it: {found}")

@@ -491,9 +491,12 @@ def grid_throughput(specs: dict, ks=(1, 2, 4, 8), device="auto", deadline: float
         for name, spec in specs.items():
             cfg, last, one = spec["cfg"], 0.0, None
             for k in ks:
-                row = {"part": f"{spec['label']}: K runs at once", "engine": cfg.resolved_engine(dev.type),
+                row = {"part": f"K at once: {spec['label']}", "engine": cfg.resolved_engine(dev.type),
                        "speed": f"K={k}" + (f" ({spec['speed_name']})" if spec.get("speed_name") else ""), "K": k,
-                       "profile_rounds": cfg.rounds}
+                       "profile_rounds": cfg.rounds, "about": f"{cfg.model} on {cfg.dataset}"
+                       f"{' (random images)' if spec.get('synthetic') else ''}, threshold {cfg.threshold:g}, "
+                       f"{cfg.local_epochs:g} client epochs" + (f", projected x{spec['scale']:g}" if spec.get("scale", 1)
+                                                                 != 1 else "") + f", {spec['rounds']} rounds a run"}
                 if deadline is not None and time.monotonic() + 2 * last > deadline:
                     rows.append({**row, "note": "skipped: not enough time left before the deadline"})
                     continue
@@ -585,10 +588,14 @@ def header(device, rows: list[dict]) -> str:
     seen, lines = set(), [f"device: {name}; torch {torch.__version__}; {time.strftime('%Y-%m-%d')}"]
     for r in rows:
         key = (r.get("part"), r.get("data"))
+        if "about" in r and r["part"] not in seen:
+            seen.add(r["part"])
+            lines.append(f"- {r['part']}: {r['about']}; one process a run, started before timing")
         if "peak" in r and key not in seen:
             seen.add(key)
             lines.append(f"- {r['part'] or r['model']}: {r['data']}; {r['model']} {r['mflop_per_image']:.1f} MFLOP "
-                         f"forward an image; threshold {r['threshold']:g} (label ratio 1: timing only), "
+                         f"forward an image; threshold {r['threshold']:g}"
+                         f"{' (label ratio 1: timing only)' if r['threshold'] == 0 else ''}, "
                          f"{r['client_epochs']:g} client epochs measured, projected to {r['epochs']:g}; peak "
                          f"{r['peak']}")
     return "\n".join(lines)

@@ -107,5 +107,5 @@ def test_the_device_script_in_smoke_mode_prints_one_table_and_goes_on_without_fa
     body = "\n".join(table)
     assert "skipped: Fashion-MNIST not found" in body and "random images of its shape" in body
     assert "smoke: smoke profile, random images" in body
-    k_rows = [line for line in table if "K runs at once" in line]
+    k_rows = [line for line in table if "K at once: smoke runs" in line]
     assert len(k_rows) == 2 and "K=1" in k_rows[0] and "K=2" in k_rows[1] and "runs/h" in k_rows[1]

@@ -380,3 +380,11 @@ class TestOnRay:
             ck = torch.load(path / "checkpoint.pt", weights_only=False)
             assert checkpoint_mismatch(ck, cfg) == "" and 1 <= ck["round"] < cfg.rounds
             assert not results.held_by(path)   # the tasks have ended: nothing trains on
+
+    def test_semifl_sweep_refuses_runs_per_gpu_below_one_in_one_line(self, tmp_path):
+        pytest.importorskip("ray")   # the command asks for ray first
+        out = subprocess.run([sys.executable, "-m", "semifl_core.cli", "sweep", "table3", "--profile", "smoke",
+                              "--runs-per-gpu", "0", "--results-dir", str(tmp_path)], env=ENV, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 2 and out.stderr == ("semifl: runs_per_gpu=0: must be an integer >= 1 (the runs "
+                                                      "trained at once on one GPU)\n")
