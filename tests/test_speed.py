@@ -228,12 +228,14 @@ def test_sbn_statistics_in_one_pass_equal_the_per_batch_loop(make, monkeypatch):
 
 
 # ---------------------------------------------------------------------- bf16 (CPU autocast stands in for CUDA's)
-def test_vectorized_engine_trains_under_bf16(monkeypatch):
-    """vmap(grad) fails under autocast; the engine casts the weights and images instead. bf16 is refused on a CPU
-    (Speed.check), so the check is bypassed: the bf16 kernels run on CPU as they do on CUDA."""
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def test_engines_train_under_bf16(engine, monkeypatch):
+    """The sequential engine runs the forward under autocast; vmap(grad) fails under autocast, so the vectorized
+    engine casts the weights and images instead. bf16 is refused on a CPU (Speed.check), so the check is bypassed
+    here: the bf16 kernels run on a CPU as they do on CUDA."""
     monkeypatch.setattr(Speed, "check", lambda self, device: self)
-    fp32 = _train(VectorizedEngine, Speed.default("cpu"), "fix-mix")
-    bf16 = _train(VectorizedEngine, dataclasses.replace(Speed.default("cpu"), bf16=True), "fix-mix")
+    fp32 = _train(engine, Speed.default("cpu"), "fix-mix")
+    bf16 = _train(engine, dataclasses.replace(Speed.default("cpu"), bf16=True), "fix-mix")
     assert all(v.dtype == torch.float32 for v in bf16[0].values())  # fp32 master weights
     for k in fp32[0]:
         assert torch.isfinite(bf16[0][k]).all()
