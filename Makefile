@@ -9,11 +9,13 @@
 # H200; its docstring says how to carry Fashion-MNIST to a lent GPU machine). It needs no venv (a device machine has
 # none): the venv's python if there is one, else python3. `make bench-gpu ARGS=--smoke`: tiny sizes on a CPU, seconds.
 # `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each),
-# then regenerate README.md's results block from them (python -m semifl_core.report.readme).
+# then regenerate README.md's generated parts and docs/results.md from them (python -m semifl_core.report.readme).
+# `make check-notebooks`: each committed notebook converted to HTML and screenshotted by headless Chromium (1400 px
+# wide) into build/notebook-screenshots/; fails on an error output, a stderr band, an NBVAL marker or a NaN in a table.
 # `make notebooks`: re-execute every notebook in place, training the runs it needs that are missing (hours on a
 # CPU; resumable: stop it and start again, finished runs are kept). Commit results/ text and the notebooks after.
 VENV ?= .venv
-NOTEBOOKS := table4 table1 learning_curves diagnosis scale table2 figure6 table3 table5 figure2 feddure_table1 few_labels horizon theorem1 cbafed_table1
+NOTEBOOKS := table4 table1 learning_curves diagnosis scale table2 figure6 table3 table5 figure2 feddure_table1 few_labels horizon theorem1 cbafed_table1 label_skew
 PY := $(VENV)/bin/python
 
 $(VENV)/.installed: pyproject.toml
@@ -22,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test test-distributed install render notebooks bench-gpu
+.PHONY: demo test test-distributed install render notebooks check-notebooks bench-gpu
 install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -44,6 +46,9 @@ render: $(VENV)/.installed
 
 notebooks: $(VENV)/.installed
 	for nb in $(NOTEBOOKS); do $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
+
+check-notebooks: $(VENV)/.installed
+	$(PY) tests/browser_check.py
 
 bench-gpu:
 	PYTHONPATH=$(CURDIR) $(if $(wildcard $(PY)),$(PY),python3) scripts/bench_gpu.py $(ARGS)

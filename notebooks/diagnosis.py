@@ -18,7 +18,10 @@
 #
 # Instrumented SemiFL runs of the profile (N_S=40, four labels per class, where SemiFL fell below Partially Supervised, and the profile's N_S): test accuracy of the global model at the start of a round, of each client model after local training, of their mean, after global momentum and after the server fine-tune; the fine-tune's loss at its first and last step; which classes the fix set holds. Then each suspect changed alone (one run per suspect and seed), and the spread that the labeled-set draw alone causes (split seeds 0-4, everything else fixed). Rule for a verdict: two results differ only when their means differ by more than their two seed spreads (population std) together; otherwise *within noise*. Accuracies are final-round test accuracies. One suspect was not fixed in advance: *no global momentum (beta_g=0)* was added after the first instrumented N_S=40 runs showed the aggregate losing most accuracy at the momentum step, so it tests a hypothesis the data suggested.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (README, 'The small profile'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+
+# %% [markdown]
+# ## Parameters and runs
 
 # %% tags=["parameters"]
 profile = 'small'          # 'paper' | 'small' | 'smoke'
@@ -51,31 +54,53 @@ ns_list = num_supervised_list or report.diagnosis_ns(profile, dataset)
 df = pd.concat([report.run_all(report.diagnosis_configs(profile, ds, n, rounds), seed_list, results_dir, device) for ds, _ in pairs for n in ns_list], ignore_index=True)
 print(report.runs_summary(df))
 
-# %%
-# NBVAL_CHECK_OUTPUT
-report.stage_table(df)
+# %% [markdown]
+# ## Accuracy at each stage of a round
+#
+# Test accuracy of the global model at the start of each round, of the client models after local training (their mean), of their average, after global momentum and after the server fine-tune; mean over seeds and a band of one standard deviation.
 
 # %%
-long = report.stage_curves(df)
-g = report.lineplot_grid(long, 'acc', hue='stage', col='num_supervised', ylabel='test accuracy (%)', title=f'Accuracy at each stage of a round (profile {profile})')
-print(report.save_figure(g, figures_dir, f'diagnosis_stages_{pairs[0][0]}'))
+long = report.stage_curves(df).assign(N_S=lambda d: 'N_S=' + d.num_supervised.astype(str))
+fig = report.lineplot_grid(long, 'acc', hue='stage', col='N_S', ylabel='test accuracy (%)', title=f'Accuracy at each stage of a round (profile {profile})')
+print(report.save_figure(fig, figures_dir, f'diagnosis_stages_{pairs[0][0]}'))
 plt.show()
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# The change of test accuracy across each stage, averaged over the rounds of each half of training and over seeds (points); the fine-tune's loss, the label ratio (fraction), and the accuracy of the fix set's and the mix set's pseudo-labels (%).
+
+# %% tags=["nbval-check-output"]
+report.stage_table(df)
+
+# %% [markdown]
+# ## Which classes the fix set holds
+#
+# Per class, over the second half of training: its share of the fix set (10 % would be balanced) and its test accuracy (%) at the start of a round, after aggregation and after the fine-tune.
+
+# %% tags=["nbval-check-output"]
 report.class_table(df, data.class_names)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## The suspects, each changed alone
+
+# %% tags=["nbval-check-output"]
 pd.concat([report.suspects_table(df, n) for n in ns_list], ignore_index=True)
+
+# %% [markdown]
+# ## How much the labeled-set draw alone moves a result
+#
+# Split seeds 0-4 (which images are labeled), everything else fixed; final-round accuracy (%).
 
 # %%
 splits = pd.concat([report.run_all(report.split_configs(profile, ds, n, rounds), seed_list[:1], results_dir, device) for ds, _ in pairs for n in ns_list], ignore_index=True)
 print(report.runs_summary(splits))
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 report.split_table(splits)
+
+# %% [markdown]
+# ## The strong augmentation, looked at
+#
+# Training images and their weak and strong views (each draw with its own random operations), and the share of strong views that come out blank.
 
 # %%
 fig, blank = report.augmentation_grid(data)
@@ -83,6 +108,20 @@ print(report.save_figure(fig, figures_dir, f'augmentation_{pairs[0][0]}'))
 plt.show()
 print({k: f'{v:.1f}% blank' for k, v in blank.items()})
 
+
+# %% [markdown]
+# ## Takeaway
+#
+# Written from the findings table below (so the two cannot disagree).
+
 # %%
-# NBVAL_CHECK_OUTPUT
-report.diagnosis_findings(df, splits, ns_list)
+claims = report.diagnosis_findings(df, splits, ns_list)
+report.takeaway(claims)
+
+# %% [markdown]
+# ## Findings
+#
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+
+# %% tags=["nbval-check-output"]
+claims

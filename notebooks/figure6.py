@@ -16,9 +16,12 @@
 # %% [markdown]
 # # Figure 6: quality of pseudo-labeling for the Table 2 variants
 #
-# Pseudo Accuracy (accuracy of all pseudo-labels), Threshold Accuracy (accuracy of those above the threshold) and Label Ratio (share above the threshold) per round, reusing Table 2's runs.
+# How good are the pseudo-labels the clients train on? The paper's Figure 6 draws, per round, Pseudo Accuracy (the accuracy of all pseudo-labels, %), Threshold Accuracy (the accuracy of those above the confidence threshold, %) and Label Ratio (the fraction of client images above the threshold, 0-1) for the four Table 2 variants. This notebook draws the same three measures for Table 2's runs (reused), under Non-IID K=2 and IID; mean over seeds and a band of one standard deviation.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (README, 'The small profile'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+
+# %% [markdown]
+# ## Parameters and runs
 
 # %% tags=["parameters"]
 profile = 'small'          # 'paper' | 'small' | 'smoke'
@@ -47,14 +50,33 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 df = report.run_pairs(report.table2_configs, profile, pairs, seed_list, results_dir, device, rounds)
 print(report.runs_summary(df))
 
+# %% [markdown]
+# ## Pseudo-label quality per round
+
 # %%
 long = report.pseudo_label_curves(df)
 for ds, n in pairs:
     d = long[(long.dataset == ds) & (long.num_supervised == n)]
-    g = report.lineplot_grid(d, 'value', hue='method', col='metric', row='partition', ylabel='%', title=f'Figure 6 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
-    print(report.save_figure(g, figures_dir, f'figure6_{ds}_{n}'))
+    fig = report.lineplot_grid(d, 'value', hue='method', col='metric', row='partition', ylabel=report.PSEUDO_UNITS,
+                               bounds=report.PSEUDO_BOUNDS, height=3.2,
+                               title=f'Figure 6 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
+    print(report.save_figure(fig, figures_dir, f'figure6_{ds}_{n}'))
     plt.show()
 
+
+# %% [markdown]
+# ## Takeaway
+#
+# Written from the claims table below (so the two cannot disagree).
+
 # %%
-# NBVAL_CHECK_OUTPUT
-report.figure6_claims(long, pairs)
+claims = report.figure6_claims(long, pairs)
+report.takeaway(claims)
+
+# %% [markdown]
+# ## Claims
+#
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+
+# %% tags=["nbval-check-output"]
+claims

@@ -16,9 +16,12 @@
 # %% [markdown]
 # # Figures 5, 7, 8: learning curves per partition
 #
-# Test accuracy per round of Table 1's runs (reused), one panel per partition; the centralized baselines are drawn in every panel. The paper's Figures 5, 7 and 8 show CIFAR-10, SVHN and CIFAR-100.
+# How Table 1's accuracies are reached: test accuracy per round of Table 1's runs (reused), one panel per partition, mean over seeds and a band of one standard deviation. The centralized baselines are drawn in every panel: Partially Supervised as a curve (it trains for the rounds of the x axis), Fully Supervised as a reference line at its final accuracy (it trains for its own 10 epochs). The paper's Figures 5, 7 and 8 show the same for CIFAR-10, SVHN and CIFAR-100.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (README, 'The small profile'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+
+# %% [markdown]
+# ## Parameters and runs
 
 # %% tags=["parameters"]
 profile = 'small'          # 'paper' | 'small' | 'smoke'
@@ -47,15 +50,34 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 df = report.run_pairs(report.table1_configs, profile, pairs, seed_list, results_dir, device, rounds)
 print(report.runs_summary(df))
 
+# %% [markdown]
+# ## Test accuracy per round, per partition
+
 # %%
 c = report.curves(df)
 cb = report.with_baselines(c, paper.PARTITIONS)
 for ds, n in pairs:
     d = cb[(cb.dataset == ds) & (cb.num_supervised == n)]
-    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)', title=f'Learning curves ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
-    print(report.save_figure(g, figures_dir, f'learning_curves_{ds}_{n}'))
+    fig = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)',
+                               refs=('Fully Supervised',), height=3.4, wrap=2,
+                               title=f'Learning curves ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
+    print(report.save_figure(fig, figures_dir, f'learning_curves_{ds}_{n}'))
     plt.show()
 
+
+# %% [markdown]
+# ## Takeaway
+#
+# Written from the claims table below (so the two cannot disagree).
+
 # %%
-# NBVAL_CHECK_OUTPUT
-report.learning_curve_claims(df, c, pairs)
+claims = report.learning_curve_claims(df, c, pairs)
+report.takeaway(claims)
+
+# %% [markdown]
+# ## Claims
+#
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+
+# %% tags=["nbval-check-output"]
+claims

@@ -19,6 +19,11 @@
 # First the rule that sized the `small` profile and the measurements it used (supervised baselines and the CPU budget only; fixed before SemiFL ran on the profile). Then SemiFL - Partially Supervised and the fraction of the Partially -> Fully Supervised gap that SemiFL closes, varying one factor at a time around the profile: N_S, client epochs E, rounds, model width. The paper's points (CIFAR-10, SVHN, CIFAR-100; WResNets, 800 rounds) are drawn beside, labeled as the paper's.
 #
 # The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (README, 'The small profile'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+#
+# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+
+# %% [markdown]
+# ## Parameters and runs
 
 # %% tags=["parameters"]
 profile = 'small'          # 'paper' | 'small' | 'smoke'
@@ -43,6 +48,9 @@ from semifl_core.report import paper
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
 
 
+# %% [markdown]
+# ## The sizing rule: training length, rounds and N_S
+
 # %%
 # The rule (README, 'The small profile'): (1) E_F = the shortest Fully Supervised training (10/20/40 epochs)
 # within 0.5 points of twice as long; (2) rounds R = the smallest multiple of 10 with R*C*N_U*E >= E_F*N;
@@ -54,36 +62,60 @@ plateau, fsl_epochs = report.fsl_plateau(fsl, report.profile(profile, ds, algori
 display(plateau)
 print('rule (1): E_F =', fsl_epochs, 'epochs')
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 cfg = report.make(profile, ds, report.profile(profile, ds).num_supervised, rounds)
 r = report.rounds_rule(cfg, fsl_epochs, report.TRAIN_SIZE[ds])
 print(f'rule (2): R = {r} rounds; the profile has {cfg.rounds}')
+
+# %% [markdown]
+# ## The scale study's runs
 
 # %%
 df = report.run_all(report.scale_configs(profile, ds, cfg.num_supervised, rounds), seed_list, results_dir, device)
 print(report.runs_summary(df))
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% tags=["nbval-check-output"]
 ns_table, ns = report.ns_rule(df[df.label.str.startswith('N_S=')])
 display(ns_table)
 print(f'rule (3): N_S = {ns}; the profile has {cfg.num_supervised}')
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## What each point costs (training minutes per run)
+
+# %% tags=["nbval-check-output"]
 report.cost_table(df)
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## SemiFL against Partially Supervised at each point
+#
+# Final-round test accuracy (%), mean (population std) n=seeds; SemiFL - Partially Supervised (points) and the gap closed (%), seed by seed.
+
+# %% tags=["nbval-check-output"]
 table = report.scale_table(df)
 table.drop(columns=[c for c in table if c.startswith('_')])
+
+# %% [markdown]
+# ## The gain and the gap closed, per point, beside the paper's
 
 # %%
 fig = report.scale_figure(table, cfg)
 print(report.save_figure(fig, figures_dir, f'scale_{ds}'))
 plt.show()
 
+
+# %% [markdown]
+# ## Takeaway
+#
+# Written from the claims table below (so the two cannot disagree).
+
 # %%
-# NBVAL_CHECK_OUTPUT
-report.scale_claims(table, cfg)
+claims = report.scale_claims(table, cfg)
+report.takeaway(claims)
+
+# %% [markdown]
+# ## Claims
+#
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+
+# %% tags=["nbval-check-output"]
+claims

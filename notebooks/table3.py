@@ -19,6 +19,11 @@
 # SemiFL with static batch-norm statistics computed from the server's labeled data only, or from the server and all clients, under Non-IID K=2 and IID.
 #
 # The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (README, 'The small profile'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+#
+# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+
+# %% [markdown]
+# ## Parameters and runs
 
 # %% tags=["parameters"]
 profile = 'small'          # 'paper' | 'small' | 'smoke'
@@ -47,11 +52,27 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 df = report.run_pairs(report.table3_configs, profile, pairs, seed_list, results_dir, device, rounds)
 print(report.runs_summary(df))
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## Table 3: ours beside the paper's (best round)
+
+# %% tags=["nbval-check-output"]
 for ds, n in pairs:
     display(report.table3(df, ds, n))
 
+
+# %% [markdown]
+# ## Takeaway
+#
+# Written from the claims table below (so the two cannot disagree).
+
 # %%
-# NBVAL_CHECK_OUTPUT
-report.table3_claims(df, pairs)
+claims = report.table3_claims(df, pairs)
+report.takeaway(claims)
+
+# %% [markdown]
+# ## Claims
+#
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+
+# %% tags=["nbval-check-output"]
+claims

@@ -20,6 +20,9 @@
 #
 # The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (README, 'The small profile'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 
+# %% [markdown]
+# ## Parameters
+
 # %% tags=["parameters"]
 profile = 'small'          # 'paper' | 'small' | 'smoke'
 seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
@@ -43,15 +46,33 @@ from semifl_core.report import paper
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## Table 4: the `paper` profile beside the paper's values
+
+# %% tags=["nbval-check-output"]
 report.table4(report.grid('paper'))
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## Where this notebook's profile differs from `paper`
+
+# %% tags=["nbval-check-output"]
 for ds, n in pairs:
     display(report.profile_differences(profile, ds, n))
 
+
+# %% [markdown]
+# ## Takeaway
+#
+# Written from the claims table below (so the two cannot disagree).
+
 # %%
-# NBVAL_CHECK_OUTPUT
-report.table4_claims(report.grid('paper'))
+claims = report.table4_claims(report.grid('paper'))
+report.takeaway(claims)
+
+# %% [markdown]
+# ## Claims
+#
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+
+# %% tags=["nbval-check-output"]
+claims

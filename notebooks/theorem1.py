@@ -16,11 +16,37 @@
 # %% [markdown]
 # # Theorem 1: the SSL plug-in's rate, and the critical region (8), in numbers
 #
-# Appendix E of the paper (ICLR 2022 version) bounds the excess risk of a generic SSL classifier, a kernel plug-in retrained on confidently pseudo-labeled, strongly augmented unlabeled points (E.3, Steps 1-3), by C n_u^(-e_ssl) with e_ssl = q(alpha+1)/{q(alpha+3+v+s)+d} (7); the plug-in on n_l labels alone has the bound C' n_l^(-e_l), e_l = q(alpha+1)/{q(alpha+3)+d}; and with n_l ~ n_u^zeta, the SSL bound is the smaller one for large n_u iff zeta < zeta* = e_ssl/e_l (8). This notebook simulates that idealized model in numpy on a task built so that the assumptions hold with exponents we pick, runs both classifiers as the proof chooses them, and measures the two rates beside their bounds and, for zeta on both sides of zeta*, whether SSL beats the labeled-only classifier. Nothing here is SemiFL's network, data or training: it is the appendix's model, simulated.
+# Appendix E of the paper (ICLR 2022 version) bounds the excess risk of a generic SSL classifier, a kernel plug-in retrained on confidently pseudo-labeled, strongly augmented unlabeled points (E.3, Steps 1-3). This notebook simulates that idealized model in numpy on a task built so that the assumptions hold with exponents we pick, runs both classifiers as the proof chooses them, and measures the two rates beside their bounds and, for $\zeta$ on both sides of $\zeta^*$, whether SSL beats the labeled-only classifier. Nothing here is SemiFL's network, data or training: it is the appendix's model, simulated. It trains nothing and reads nothing from `results/`.
 #
-# **The task** (`semifl_core/theory.py`, `Task`; d = 1). With y = x - 1/2: m(x) = P(Y=1 | x) = 1/2 + sign(y) min(1, |2y/w|^q)/2 (w = 0.8), q-Hoelder with constant w^-q (A5). The labeled and test distribution P_l has density proportional to |2y|^(alpha q - 1), times 1 + rho right of 1/2 and 1 - rho left of it (rho = 0.5); then P_l(|m - 1/2| <= t) = w^(alpha q) (2t)^alpha exactly (A4, margin exponent alpha), and rho gives the kernel average at 1/2 a bias of order h^q, the bias the proof bounds (without it the plug-in beats its bound by more). Unlabeled points: confidence u = min(m, 1 - m) with P_u(u <= delta) = (2 delta)^s (A1, exponent s). The strong augmentation is a simulated channel, not an image transformation: a selected point is transmitted with probability (2u)^v, its copy drawn from P_l( . | Y = its class), else its copy stays where it is; so the copies cover P_l with probability ~ delta^v given the selection (A3, exponent v) and depend on X_u only (A2). The channel transmits the two classes in proportion P_l(Y=1) (it leaves a random few of the over-represented class untransmitted): that is the appendix's stipulation that an augmented point's label has conditional mean m(X~) (E.3, used in (19)). A *naive* channel that keeps every transmission is run on the same selections beside it.
+# ## What the theorem says
 #
-# **The rule** (set while building the task on exploratory draws other than these, then fixed; see `semifl_core/theory.py` for why each choice). alpha = q = v = s = 1, d = 1: e_l = 0.4, e_ssl = 2/7 = 0.286, zeta* = 5/7 = 0.714. C_l: the box-kernel plug-in (4) on n_l labels, bandwidth h_l = 0.5 n_l^(-1/{q(alpha+3)+d}). C_ssl: m0 = C_l's estimate (the appendix's n0 initial labels are the same n_l labels); Step 1 takes the unlabeled points with min(m0, 1 - m0) <= delta = h^q; Step 3 retrains the plug-in on labels plus copies with h = 0.5 (n_l + n_u)^(-1/{q(alpha+3+v+s)+d}) (the proof's h_n and delta_n, after (30); the constants are ours). As a control, the plug-in on the n_l labels alone with C_ssl's bandwidth h: what the smaller bandwidth does without any unlabeled point. Excess risk (2) against the Bayes rule x >= 1/2, by quadrature on 2^15 cells of equal P_l mass. n_u = 10^3 ... 10^6 by half decades, zeta in {0.5, 0.6, 0.7, 0.8, 0.9}, n_l = round(n_u^zeta); C_l's own rate from n_l = 10^3 ... 10^6; `repetitions` independent draws per point. A rate is minus the least-squares slope of log(mean excess risk over the repetitions) on log n; its spread is its sd over 200 bootstrap resamples of the repetitions (the risks are heavy-tailed, and then the bootstrap can understate the spread: a verdict won by little more than one spread is a weak one). A verdict 'A at least B' is held when the estimate exceeds B by more than its spread, not held when it falls short by that much, within noise otherwise (the repository's RULE, with the bootstrap spread). The theorem's rates are upper bounds on the risk: a measured rate at least as steep agrees with it, a flatter one would not. The last cell states what held.
+# The SSL classifier's excess risk is at most $C\, n_u^{-e_{ssl}}$ and the plug-in on the $n_l$ labels alone has the bound $C'\, n_l^{-e_l}$, with
+#
+# $$e_{ssl} = \frac{q(\alpha+1)}{q(\alpha+3+v+s)+d} \quad (7), \qquad e_l = \frac{q(\alpha+1)}{q(\alpha+3)+d}.$$
+#
+# With $n_l \sim n_u^{\zeta}$, the SSL bound is the smaller one for large $n_u$ if and only if
+#
+# $$\zeta < \zeta^* = \frac{e_{ssl}}{e_l} \quad (8).$$
+#
+# ## The task (`semifl_core/theory.py`, `Task`; $d = 1$)
+#
+# - **Regression function.** With $y = x - \tfrac12$: $m(x) = P(Y=1 \mid x) = \tfrac12 + \tfrac12\,\mathrm{sign}(y)\,\min\!\left(1, |2y/w|^q\right)$, $w = 0.8$: $q$-Hölder with constant $w^{-q}$ (A5).
+# - **Labeled and test distribution** $P_l$: density $\propto |2y|^{\alpha q - 1}$, times $1 + \rho$ right of $\tfrac12$ and $1 - \rho$ left of it ($\rho = 0.5$). Then $P_l(|m - \tfrac12| \le t) = w^{\alpha q} (2t)^{\alpha}$ exactly (A4, margin exponent $\alpha$), and $\rho$ gives the kernel average at $\tfrac12$ a bias of order $h^q$, the bias the proof bounds (without it the plug-in beats its bound by more).
+# - **Unlabeled points**: confidence $u = \min(m, 1 - m)$ with $P_u(u \le \delta) = (2\delta)^s$ (A1, exponent $s$).
+# - **Strong augmentation**, a simulated channel, not an image transformation: a selected point is transmitted with probability $(2u)^v$, its copy drawn from $P_l(\cdot \mid Y = \text{its class})$, else its copy stays where it is; so the copies cover $P_l$ with probability $\sim \delta^v$ given the selection (A3, exponent $v$) and depend on $X_u$ only (A2). The channel transmits the two classes in proportion $P_l(Y=1)$ (it leaves a random few of the over-represented class untransmitted): the appendix's stipulation that an augmented point's label has conditional mean $m(\tilde X)$ (E.3, used in (19)). A *naive* channel that keeps every transmission is run on the same selections beside it.
+#
+# ## The rule (fixed before these draws; `semifl_core/theory.py` says why each choice)
+#
+# - $\alpha = q = v = s = 1$, $d = 1$: $e_l = 0.4$, $e_{ssl} = 2/7 \approx 0.286$, $\zeta^* = 5/7 \approx 0.714$.
+# - $C_l$: the box-kernel plug-in (4) on $n_l$ labels, bandwidth $h_l = 0.5\, n_l^{-1/(q(\alpha+3)+d)}$.
+# - $C_{ssl}$: $m_0$ = $C_l$'s estimate (the appendix's $n_0$ initial labels are the same $n_l$ labels); Step 1 takes the unlabeled points with $\min(m_0, 1 - m_0) \le \delta = h^q$; Step 3 retrains the plug-in on labels plus copies with $h = 0.5\,(n_l + n_u)^{-1/(q(\alpha+3+v+s)+d)}$ (the proof's $h_n$ and $\delta_n$, after (30); the constants are ours).
+# - Control: the plug-in on the $n_l$ labels alone with $C_{ssl}$'s bandwidth $h$: what the smaller bandwidth does without any unlabeled point.
+# - Excess risk (2) against the Bayes rule $x \ge \tfrac12$, by quadrature on $2^{15}$ cells of equal $P_l$ mass. $n_u = 10^3 \ldots 10^6$ by half decades, $\zeta \in \{0.5, 0.6, 0.7, 0.8, 0.9\}$, $n_l = \mathrm{round}(n_u^{\zeta})$; $C_l$'s own rate from $n_l = 10^3 \ldots 10^6$; `repetitions` independent draws per point.
+# - A rate is minus the least-squares slope of $\log$(mean excess risk over the repetitions) on $\log n$; its spread is its standard deviation over 200 bootstrap resamples of the repetitions (the risks are heavy-tailed, and then the bootstrap can understate the spread: a verdict won by little more than one spread is a weak one).
+# - A verdict 'A at least B' is *held* when the estimate exceeds B by more than its spread, *not held* when it falls short by that much, *within noise* otherwise (the repository's rule, with the bootstrap spread). The theorem's rates are upper bounds on the risk: a measured rate at least as steep agrees with it, a flatter one would not.
+
+# %% [markdown]
+# ## Parameters
 
 # %% tags=["parameters"]
 seed = 0                   # numpy seed: repetition r at (zeta, n_u) draws from SeedSequence([seed, 1000 zeta, n_u, r])
@@ -66,8 +92,12 @@ print(f'n = {N[0]} ... {N[-1]}, zeta in {ZETAS}, {REPS} repetitions, seed {seed}
       report.shown(report.repo_path('figures', figures_dir)))
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## The construction, checked
+#
+# Each exponent of the appendix's assumptions as this task realizes it, and the exponent measured on the task itself.
+
+# %% tags=["nbval-check-output"]
 # The construction, checked: each exponent of the appendix's assumptions as this task realizes it, and the
 # exponent measured on the task itself (closed forms, or seeded samples of 10^6 points).
 rng = np.random.default_rng([seed, 1])
@@ -95,6 +125,11 @@ pd.DataFrame([
     ('v', '(A3) P_u(X~ in B | selected) / P_l(B) >= c2 delta^v', task.v, 'transmission probability (2u)^v',
      f'log-log slope of the transmitted share over delta = 0.01-0.2: {v_sample:.2f}'),
 ], columns=['exponent', 'assumption (appendix E.3)', 'value', 'how this task sets it', 'measured on the task'])
+
+# %% [markdown]
+# ## The runs
+#
+# Every $(\zeta, n_u, \text{repetition})$ gives $C_l$ and $C_{ssl}$ (both channels) on the same draws; below, what Steps 1-2 selected and transmitted at the largest $n_u$.
 
 # %%
 # The runs: every (zeta, n_u, repetition) gives C_l and C_ssl (both channels) on the same draws; zeta = 1 without
@@ -130,8 +165,12 @@ def rate_row(name, against, col, zeta, bound):
                 spread=round(float(boot.std()), 2), **{'at least the bound': report.at_least(boot, bound)})
 
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## The rates beside the bounds
+#
+# Minus the log-log slope of the mean excess risk, beside the theorem's exponent (an upper bound on the risk, so a lower bound on the rate).
+
+# %% tags=["nbval-check-output"]
 # The rates: minus the log-log slope of the mean excess risk, beside the theorem's exponent (an upper bound on the
 # risk, so a lower bound on the rate). Spread: sd over 200 bootstrap resamples of the repetitions.
 rates = pd.DataFrame([rate_row('C_l (labels only)', 'n_l = n', 'risk_l', 1.0, e_l)]
@@ -140,8 +179,12 @@ rates = pd.DataFrame([rate_row('C_l (labels only)', 'n_l = n', 'risk_l', 1.0, e_
                         for z in ZETAS])
 rates
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## The bias alone
+#
+# The plug-in trained on infinitely many points at the rule's bandwidths: its rate is exactly the bound's.
+
+# %% tags=["nbval-check-output"]
 # The bias alone: the plug-in trained on infinitely many points (labels replaced by m on a 2^20-point P_l grid) at the
 # rule's bandwidths (n = n_l for C_l, n = n_u for C_ssl). Its risk ~ h^{q(1+alpha)} = h^2 makes the rule's rates exactly the bounds: the bound is reached
 # by the bias of the proof's bandwidth, and the measured rates can exceed it only while the variance still counts.
@@ -152,6 +195,9 @@ bias_only = {label: [theory.excess_risk(task, theory.plug_in(dense, task.m(dense
                                           for n in N])]}
 bias_rates = {k: theory.fit_exponent(N, r) for k, r in bias_only.items()}
 print(f"bias-only rates: C_l {bias_rates['C_l']:.2f} (bound {e_l:.2f}), C_ssl {bias_rates['C_ssl']:.2f} (bound {e_ssl:.2f})")
+
+# %% [markdown]
+# ## Excess risk against $n$
 
 # %%
 zr = 0.6 if 0.6 in ZETAS else ZETAS[0]
@@ -180,8 +226,12 @@ ax.legend(fontsize=8)
 print(report.save_figure(fig, figures_dir, 'theorem1_rates'))
 plt.show()
 
-# %%
-# NBVAL_CHECK_OUTPUT
+# %% [markdown]
+# ## The critical region (8)
+#
+# Per $\zeta$, the ratio of mean risks $C_{ssl} / C_l$ on the same draws: its log-log slope in $n_u$ (predicted from the bounds: $\zeta e_l - e_{ssl}$, negative inside the region) and its value at the largest $n_u$.
+
+# %% tags=["nbval-check-output"]
 # The critical region (8): per zeta, the ratio of mean risks C_ssl / C_l on the same draws. Its log-log slope in n_u
 # (predicted from the bounds: zeta e_l - e_ssl, negative inside the region) and its value at the largest n_u.
 # Verdicts as above, with the bootstrap spread (paired resamples).
@@ -203,12 +253,16 @@ for z in ZETAS:
 crit = pd.DataFrame(crit)
 crit
 
+# %% [markdown]
+# **Reading the critical region.** The region's edge is $\zeta^* = 5/7 \approx 0.714$, and $\zeta = 0.7$ sits just inside it: its predicted slope is $0.7 \cdot 0.4 - 2/7 \approx -0.006$, six thousandths from zero, far below what a slope fitted over three decades of $n_u$ with this many repetitions can resolve (its spread is a few hundredths). So the claim *"$C_{ssl}$ gains on $C_l$ as $n_u$ grows for every $\zeta < \zeta^*$"* is decided by that one point, whose measured slope may land on either side of zero; where it is *not held* below, the measured slopes in its evidence show it is $\zeta = 0.7$ that decides it, while the points away from the edge ($\zeta = 0.5, 0.6$ inside, $0.8, 0.9$ outside) agree with (8) and the measured sign change sits close to $\zeta^*$. The claims on the risk ratio at the largest $n_u$ (third panel) do not hinge on a slope's sign and are judged on their own.
+
 # %%
 ratio = df[df.zeta < 1].groupby(['zeta', 'n_u'])[['risk_ssl', 'risk_l']].mean().reset_index()
 ratio['ratio'] = ratio.risk_ssl / ratio.risk_l
 ratio['zeta'] = ratio.zeta.map(lambda z: f'{z:g}' + (' (inside)' if z < zeta_star else ' (outside)'))
 fig, axes = plt.subplots(1, 3, figsize=(16, 4.6))
-sns.lineplot(data=ratio, x='n_u', y='ratio', hue='zeta', marker='o', palette='coolwarm', ax=axes[0])
+sns.lineplot(data=ratio, x='n_u', y='ratio', hue='zeta', marker='o', palette=report.figures.colors(ratio.zeta.nunique()),
+             lw=2, ax=axes[0])   # distinct colours: zeta = 0.7, next to the region's edge, must stay visible
 axes[0].axhline(1, color='grey', lw=1)
 axes[0].set(xscale='log', yscale='log', xlabel='n_u (n_l = n_u^zeta)', ylabel='mean risk C_ssl / mean risk C_l',
             title='below 1: SSL beats the labels alone')
@@ -233,8 +287,13 @@ fig.tight_layout()
 print(report.save_figure(fig, figures_dir, 'theorem1_critical'))
 plt.show()
 
+
+# %% [markdown]
+# ## Takeaway
+#
+# Written from the claims table below (so the two cannot disagree).
+
 # %%
-# NBVAL_CHECK_OUTPUT
 ssl_rows = rates[rates.classifier.str.startswith('C_ssl, ')]
 naive_rows = rates[rates.classifier.str.contains('naive')]
 inside, outside = crit[crit.zeta < zeta_star], crit[crit.zeta > zeta_star]
@@ -242,7 +301,7 @@ slopes = crit['measured slope'].to_numpy()
 cross = next((round(float(np.interp(0, slopes[i:i + 2], crit.zeta[i:i + 2])), 2) for i in range(len(slopes) - 1)
               if slopes[i] < 0 <= slopes[i + 1]), None)
 level = lambda rows: ', '.join(f'{z:g}: {r:.2f}' for z, r in zip(rows.zeta, rows['ratio at largest n_u']))
-pd.DataFrame([
+claims = pd.DataFrame([
     (f'C_l (labels only) decays at least at the bound n_l^-{e_l:.2f}', rates.iloc[0]['at least the bound'],
      f'measured {rates.iloc[0].measured:.2f} (spread {rates.iloc[0].spread:.2f}) over n_l = {N[0]}-{N[-1]}'),
     (f'C_ssl decays at least at the bound n_u^-{e_ssl:.2f} (Theorem 1), at every zeta',
@@ -277,3 +336,12 @@ pd.DataFrame([
      '; '.join(f'zeta {c.split("=")[1]}: {m:.2f} ({s:.2f})' for c, m, s in
                zip(naive_rows.classifier, naive_rows.measured, naive_rows.spread))),
 ], columns=['finding', 'held', 'evidence'])
+report.takeaway(claims)
+
+# %% [markdown]
+# ## Claims
+#
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+
+# %% tags=["nbval-check-output"]
+claims

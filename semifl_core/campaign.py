@@ -84,6 +84,21 @@ def feddure_200() -> list[tuple[str, Config]]:
             for label, cfg in sorted(cfgs.items(), key=lambda kv: kv[0].startswith(C.FEDDURE_PAPER)) for s in (0, 1, 2)]
 
 
+def label_skew_diagnosis() -> list[tuple[str, Config]]:
+    """Issue 41's mechanism runs (small profile, Non-IID K=2, instrumented), seed by seed: about 15 CPU minutes each."""
+    cfgs = C.label_skew_diagnosis_configs("small", "fashionmnist", 100)
+    return [(f"label skew diagnosis: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2)
+            for label, cfg in cfgs.items()]
+
+
+def label_skew_fix() -> list[tuple[str, Config]]:
+    """Issue 41's fix (the global-adaptive rule) at the small profile, K=2 then IID, seeds 0-2; the runs it is judged
+    against are the few-label study's (committed)."""
+    cfgs = C.label_skew_fix_configs("small", "fashionmnist", 100)
+    return [(f"label skew fix: {label} (seed {s})", cfgs[label].replace(seed=s)) for label in cfgs
+            for s in (0, 1, 2)]
+
+
 def label_skew_long() -> list[tuple[str, Config]]:
     """Issue 41's long runs: Partially Supervised at R=800 seeds 1-2 (minutes), then client-adaptive SemiFL and (FL)^2
     at `long` (IID, then Non-IID K=2; about 2 CPU hours each), then SemiFL at R=800 seeds 1-2 (about 4 hours each:
@@ -105,7 +120,20 @@ def cbafed() -> list[tuple[str, Config]]:
 
 
 QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
-          "feddure_200": feddure_200, "label_skew_long": label_skew_long}
+          "feddure_200": feddure_200, "label_skew_long": label_skew_long,
+          "label_skew_diagnosis": label_skew_diagnosis, "label_skew_fix": label_skew_fix}
+
+
+def cbafed_own() -> list[tuple[str, Config]]:
+    """CBAFed's Table 1 in its released code's setting (issue 41: the labeled client drawn by the Dirichlet partition,
+    configs.cbafed_own_setting_configs), seed by seed as `cbafed`. About 7 (lower bound), 12 (upper bound), 13
+    (FedAvg + FixMatch) and 16 (CBAFed) CPU minutes a run, as the committed balanced runs took: 2.4 CPU hours in all."""
+    cfgs = C.cbafed_own_setting_configs("small", "fashionmnist")
+    return [(f"cbafed own setting: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2)
+            for label, cfg in cfgs.items()]
+
+
+QUEUES["cbafed_own"] = cbafed_own
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:

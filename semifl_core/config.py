@@ -25,8 +25,12 @@ labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition)
 feddure_variant        FedDure as its paper describes it ("paper") or as its code runs ("code")
 cbafed_warmup          CBAFed's warm-up: the first W rounds train the labeled client alone
 cbafed_variant         CBAFed as its paper describes it ("paper") or as its code runs ("code")
+cbafed_labeled         CBAFed's labeled client: client_labels of each class ("balanced", our
+                       small variant) or its share of one Dirichlet draw over all the clients
+                       ("dirichlet", as CBAFed's released code draws it)
 pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau,
-                       or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2)
+                       or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2),
+                       global-adaptive (FreeMatch over the round's clients)
 rng_streams            where a round's randomness comes from: one stream for the round
                        ("round") or one per client ("client"), which a client drawing
                        in its own process (the Flower app) can reproduce
@@ -43,7 +47,7 @@ import re
 from dataclasses import dataclass, field, fields
 
 from .methods import CBAFED_METHODS, FEDAVG_FIXMATCH, FL2, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
-from .methods.pseudo_labels import RULES as PSEUDO_LABEL_RULES
+from .methods.pseudo_labels import ALL_RULES as PSEUDO_LABEL_RULES
 
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
 NUM_CLASSES = {"cifar10": 10, "cifar100": 100, "svhn": 10, "fashionmnist": 10, "mnist": 10, "synthetic": 10}
@@ -55,6 +59,7 @@ MODELS = ("wrn28x2", "wrn28x8", "cnn", "cnn-w2", "resnet9")
 NORMS = ("sbn", "gn", "bn")
 ENGINES = ("auto", "vectorized", "sequential")
 STRONG_AUGS = ("semifl", "fixmatch")
+CBAFED_LABELED = ("balanced", "dirichlet")   # Config.cbafed_labeled (partition.make_split draws them)
 PROFILES = ("paper", "small", "long", "smoke")
 CLIENT_STREAM_METHODS = (SEMIFL, FEDAVG_FIXMATCH)   # their round is semifl_round, which draws per-client streams
 
@@ -107,7 +112,8 @@ class Config:
     mix_loss: bool = True
     global_pseudo_labels: bool = True
     pseudo_label_rule: str = "fixed"     # which global pseudo-labels enter the fix set (methods/pseudo_labels.py):
-                                         # fixed (Eq. 3) | class-balanced | aligned | client-adaptive
+                                         # fixed (Eq. 3) | class-balanced | aligned | client-adaptive |
+                                         # global-adaptive
     client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
     # server (labeled) training
     finetune: bool = True
@@ -126,7 +132,7 @@ class Config:
     round_order: str = "code"            # code: fine-tune at the end of a round (authors') | paper: Algorithm 1
     # augmentation
     strong_aug: str = "semifl"           # semifl: the authors' RandAugment variant | fixmatch
-    # three details where the authors' code runs otherwise than ours (README, "Notes on fidelity"); ours are the
+    # three details where the authors' code runs otherwise than ours (docs/fidelity.md); ours are the
     # defaults: Eq. (4)'s mix set is a set drawn once a round, and the paper names neither image detail
     mix_draws: str = "set"               # set: |fix| draws a round, reused every epoch | per-read: a fresh draw per read
     shear_resample: str = "nearest"      # ShearX/Y resampling: nearest (PIL's default) | bilinear (the authors')
@@ -147,6 +153,8 @@ class Config:
     # CBAFed (methods/cbafed.py)
     cbafed_warmup: int = 0               # W: the first W rounds train the labeled client alone (its paper: 501)
     cbafed_variant: str = "paper"        # paper: its paper's rules | code: what its released code runs
+    cbafed_labeled: str = "balanced"     # client 0's labeled set: balanced (client_labels of each class) | dirichlet
+                                         # (its share of the partition's Dirichlet over all clients: partition.py)
     # randomness of a round: "round" draws every client's pseudo-labeling view, fix/mix draws, batch plans and
     # augmentations from the round's one stream (seed, r), in turn; "client" gives client c its own (seed, r, c), so
     # a client in its own process (semifl_core/flower) draws what the in-process harness draws for it. Same method,
@@ -200,7 +208,8 @@ class Config:
                               ("server_momentum", ("keep", "reset")),
                               ("round_order", ("code", "paper")), ("rng_streams", ("round", "client")),
                               ("mix_draws", ("set", "per-read")), ("shear_resample", ("nearest", "bilinear")),
-                              ("cutout_size", ("scaled", "fixed")), ("fl2_variant", ("paper", "code"))):
+                              ("cutout_size", ("scaled", "fixed")), ("fl2_variant", ("paper", "code")),
+                              ("cbafed_labeled", CBAFED_LABELED)):
             if getattr(self, name) not in choices:
                 close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -251,6 +260,13 @@ class Config:
                 or not 0 <= self.cbafed_warmup < self.rounds:
             bad("cbafed_warmup", f"must be an integer from 0 to rounds - 1 ({self.rounds - 1}): the warm-up rounds "
                                  "come first, and at least one federated round after them")
+        if self.cbafed_labeled != "balanced":
+            if self.algorithm not in CBAFED_METHODS:
+                bad("cbafed_labeled", f"draws CBAFed's labeled client, which only its rows "
+                                      f"({', '.join(CBAFED_METHODS)}) have; {self.algorithm} has none: use 'balanced'")
+            if self.partition_kind[0] != "dir":
+                bad("cbafed_labeled", f"'{self.cbafed_labeled}' cuts the whole training set over the clients by the "
+                                      f"partition's Dirichlet: partition must be 'dir-ALPHA', not {self.partition!r}")
         if self.algorithm in CBAFED_METHODS and not 0 < self.threshold <= 1:
             bad("threshold", f"must be in (0, 1] for {self.algorithm} (tau_h, the upper bound of its class thresholds)")
         if self.labels_at not in self.method.placements:
@@ -395,7 +411,7 @@ LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": 
                 "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
                 "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper", "cbafed_warmup": 0,
-                "cbafed_variant": "paper"}
+                "cbafed_variant": "paper", "cbafed_labeled": "balanced"}
 
 
 def run_key(config: dict) -> str:
@@ -501,12 +517,12 @@ PAPER = dict(num_clients=100, active_rate=0.1, rounds=800, local_epochs=5.0, cli
 # batches 10/10, lr 0.03 cosine, momentum, Nesterov, weight decay, beta_g, mixup a, M=100, C=0.1, fix+mix); only
 # the knobs that the paper's scale fixes and a CPU cannot are changed: N_S, the model, the rounds, the evaluation
 # cadence, and sBN statistics from the server's data (Appendix B's practical choice; Table 3 finds it equal).
-# N_S and the rounds are chosen by the rule in README.md ("The small profile"), from the supervised baselines and
+# N_S and the rounds are chosen by the rule in docs/sizing.md, from the supervised baselines and
 # the CPU budget only.
 SMALL = dict(model="cnn", num_supervised=100, num_clients=100, active_rate=0.1, rounds=30, local_epochs=5.0,
              client_batch=10, server_batch=10, server_epochs=5.0, sbn_source="server", dataset="fashionmnist")
 # `small` trained 10x longer (37.5 % of the paper's T=800), fixed before any run of it: the training-length
-# question of README.md ("Training length"). Test accuracy every 10 rounds (and always in the last round).
+# question of docs/training_length.md. Test accuracy every 10 rounds (and always in the last round).
 LONG = dict(rounds=300, eval_every=10)
 # A profile built on another takes that one's per-method defaults where it has none of its own.
 PROFILE_BASE = {"long": "small"}

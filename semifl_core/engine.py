@@ -201,7 +201,7 @@ class CapturedStep:
     initialisation, as torch.cuda.graphs asks), the next captures fn on static copies of its inputs, and each call
     from then on copies its inputs into those and replays. fn keeps its state in tensors it updates in place; its
     output is a static tensor, overwritten by the next call."""
-    WARMUP = 2
+    WARMUP = 3   # as torch's whole-network capture example
 
     def __init__(self, fn):
         self.fn, self.calls, self.graph, self.static, self.out = fn, 0, None, None, None
@@ -236,9 +236,10 @@ def _normalisation(mean, std, dev, speed):
 
 
 def _bf16(model):
-    """model's forward in bfloat16 autocast, logits back in float32 (the loss stays fp32)."""
+    """model's forward in bfloat16 autocast, logits back in float32 (the loss stays fp32). No autocast weight cache:
+    a captured CUDA graph must cast the weights it is replayed with."""
     def f(x):
-        with torch.autocast(x.device.type, dtype=torch.bfloat16):
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, cache_enabled=False):
             out = model(x)
         return out.float()
     return f

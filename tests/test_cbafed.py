@@ -138,12 +138,65 @@ def test_one_labeled_client_holds_labels_only():
     assert len(every) == len(np.unique(every)) == len(labels)
 
 
+# --------------------------------------------------------------------------- the labeled client as its code draws it
+FMNIST_LIKE = np.random.default_rng(0).permutation(np.repeat(np.arange(10), 6000))   # 60,000 labels, 6,000 a class
+
+
+def test_dirichlet_labeled_client_is_its_share_of_one_draw_over_all_clients():
+    """cbafed_labeled="dirichlet": client 0's labeled set and clients 1..9's unlabeled sets are exactly the ten shares
+    of one partition.dirichlet draw over the whole training set (the run's seed, the partition's alpha); client 0's
+    class counts follow that draw: skewed, where "balanced" gives it client_labels of every class."""
+    balanced = profile("small", algorithm=CBAFED)
+    cfg = balanced.replace(cbafed_labeled="dirichlet", seed=3)
+    _, clients, labeled = P.make_split(cfg, FMNIST_LIKE)
+    draw = P.dirichlet(np.arange(len(FMNIST_LIKE)), FMNIST_LIKE, 10, 0.8, 10, np.random.default_rng(3))
+    assert np.array_equal(labeled[0], draw[0]) and len(clients[0]) == 0
+    assert all(np.array_equal(c, d) for c, d in zip(clients[1:], draw[1:])) and not any(map(len, labeled[1:]))
+    counts = np.bincount(FMNIST_LIKE[labeled[0]], minlength=10)
+    assert counts.max() > 2 * max(counts.min(), 1), f"client 0's class counts are not skewed: {counts}"
+    _, _, balanced_labeled = P.make_split(balanced.replace(seed=3), FMNIST_LIKE)
+    assert (np.bincount(FMNIST_LIKE[balanced_labeled[0]], minlength=10) == balanced.client_labels).all()
+    every = np.concatenate([*clients, labeled[0]])
+    assert len(every) == len(np.unique(every)) == len(FMNIST_LIKE)
+
+
+def test_the_default_labeled_client_keeps_the_committed_runs_keys():
+    """cbafed_labeled's default is left out of the run key: CBAFed's committed runs (results/) are the ones
+    cbafed_configs names; its own setting's configs name other runs."""
+    from pathlib import Path
+
+    from semifl_core.report.configs import cbafed_configs, cbafed_own_setting_configs
+    from semifl_core.results import run_dir
+    results = Path(__file__).resolve().parents[1] / "results"
+    own = cbafed_own_setting_configs("small", "fashionmnist")
+    for label, cfg in cbafed_configs("small", "fashionmnist").items():
+        path = run_dir(results, cfg)
+        assert (path / "config.json").exists(), f"{label}: committed run {path.name} not found under its key"
+        assert own[label].cbafed_labeled == "dirichlet" and own[label].key() != cfg.key()
+
+
+def test_a_dirichlet_labeled_client_runs(tmp_path):
+    """Every CBAFed row trains with a skewed labeled client (its size and counts are the draw's, not client_labels)."""
+    for m in (CBAFED, CBAFED_LOWER):
+        out = run(profile("smoke", algorithm=m, cbafed_labeled="dirichlet", threshold=0.3), tmp_path, device="cpu",
+                  progress=False)
+        assert np.isfinite(out["final_acc"])
+
+
+def test_only_cbafeds_rows_draw_a_dirichlet_labeled_client():
+    with pytest.raises(ConfigError) as err:
+        profile("smoke", cbafed_labeled="dirichlet")
+    msg = str(err.value)
+    assert msg.startswith("cbafed_labeled='dirichlet'") and "semifl" in msg and "\n" not in msg
+
+
 # --------------------------------------------------------------------------- bad input
 @pytest.mark.parametrize("changes, field", [
     (dict(labels_at=SERVER), "labels_at="), (dict(labels_at=CLIENTS), "labels_at="),
     (dict(cbafed_variant="released"), "cbafed_variant="), (dict(threshold=0.0), "threshold="),
     (dict(threshold=1.5), "threshold="), (dict(cbafed_warmup=3), "cbafed_warmup="),
-    (dict(cbafed_warmup=-1), "cbafed_warmup=")])
+    (dict(cbafed_warmup=-1), "cbafed_warmup="), (dict(cbafed_labeled="dir"), "cbafed_labeled="),
+    (dict(cbafed_labeled="dirichlet", partition="iid"), "cbafed_labeled=")])
 def test_bad_cbafed_input_is_one_line(changes, field):
     with pytest.raises(ConfigError) as err:
         profile("smoke", algorithm=CBAFED, **changes)

@@ -1,6 +1,6 @@
 """Notebooks: every notebook executes headlessly in the smoke profile (papermill) and ends with its claims (or
-findings) table and figures, then nbval re-executes the executed copies (--nbval-lax: only cells marked
-# NBVAL_CHECK_OUTPUT are compared). The committed notebooks themselves are checked by
+findings) table and figures, then nbval re-executes the executed copies (--nbval-lax: only cells tagged
+`nbval-check-output` are compared). The committed notebooks themselves are checked by
 `pytest --nbval-lax notebooks/` against the committed results (Makefile `test`)."""
 import subprocess
 import sys
@@ -14,8 +14,9 @@ pytest.importorskip("nbval")
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 # Order matters only for speed: later notebooks reuse the runs of earlier ones.
 NOTEBOOKS = ["table1", "table2", "figure6", "table3", "table5", "figure2", "learning_curves", "table4", "diagnosis",
-             "scale", "feddure_table1", "few_labels", "horizon", "theorem1", "cbafed_table1"]
-FIGURES = {"cbafed_table1": ["cbafed_table1_synthetic.png"], "theorem1": ["theorem1_rates.png", "theorem1_critical.png"], "few_labels": ["few_labels_synthetic.png"], "horizon": ["horizon_synthetic.png"], "feddure_table1": ["feddure_table1_synthetic.png"], "figure6": ["figure6_synthetic_100.png"], "table5": ["table5_curves.png"], "figure2": ["figure2.png"],
+             "scale", "feddure_table1", "few_labels", "horizon", "theorem1", "cbafed_table1", "label_skew"]
+FIGURES = {"label_skew": ["label_skew_outcome_synthetic.png", "label_skew_mechanism_synthetic.png"],
+           "cbafed_table1": ["cbafed_table1_synthetic.png"], "theorem1": ["theorem1_rates.png", "theorem1_critical.png"], "few_labels": ["few_labels_synthetic.png"], "horizon": ["horizon_synthetic.png"], "feddure_table1": ["feddure_table1_synthetic.png"], "figure6": ["figure6_synthetic_100.png"], "table5": ["table5_curves.png"], "figure2": ["figure2.png"],
            "learning_curves": ["learning_curves_synthetic_100.png"],
            "diagnosis": ["diagnosis_stages_synthetic.png", "augmentation_synthetic.png"], "scale": ["scale_synthetic.png"]}
 

@@ -81,7 +81,7 @@ def test_a_class_balanced_run_resumes_exactly(tmp_path):
 
 @pytest.mark.parametrize("overrides, says", [
     (dict(pseudo_label_rule="balanced"), "pseudo_label_rule='balanced': allowed are fixed, class-balanced, aligned, "
-                                         "client-adaptive (did you mean 'class-balanced'?)"),
+                                         "client-adaptive, global-adaptive (did you mean 'class-balanced'?)"),
     (dict(pseudo_label_rule="aligned", algorithm="fedavg-fixmatch"), "pseudo_label_rule='aligned': selects the "
                                                                      "global model's pseudo-labels"),
     (dict(pseudo_label_rule="aligned", global_pseudo_labels=False), "global_pseudo_labels=false"),
@@ -98,3 +98,64 @@ def test_the_default_rule_leaves_the_run_key_unchanged():
     cfg = profile("small")
     assert cfg.pseudo_label_rule == PL.FIXED and cfg.key() == "56fba584081a"   # the committed small-profile runs' key
     assert profile("small", pseudo_label_rule=PL.ALIGNED).key() != cfg.key()
+
+
+# ---------------------------------------------------------------------- label skew diagnostics (issue 41)
+def _client(truth, probs, rule=PL.CLIENT_ADAPTIVE, tau=0.95):
+    lab = PL.select(rule, [np.asarray(probs, dtype=np.float64)], tau, np.ones(3), {})[0]
+    return {**lab, "truth": np.asarray(truth)}
+
+
+def test_every_rule_reports_the_threshold_of_each_class_it_applies():
+    probs = np.array([[0.7, 0.2, 0.1], [0.6, 0.3, 0.1], [0.2, 0.5, 0.3]])
+    for rule in PL.RULES:
+        lab = PL.select(rule, [probs], 0.95, np.array([5, 3, 2]), {"counts": np.array([4, 1, 0])})[0]
+        assert lab["tau_class"].shape == (3,)
+        assert np.allclose(np.broadcast_to(lab["tau"], (3,)), lab["tau_class"][lab["pseudo"]])   # the one it applies
+
+
+def test_skew_measures_on_a_client_that_holds_two_of_three_classes():
+    # the client holds classes 0 and 1; image 3 is pseudo-labeled 2, a class it does not hold
+    probs = [[0.9, 0.05, 0.05], [0.1, 0.8, 0.1], [0.6, 0.3, 0.1], [0.1, 0.1, 0.8]]
+    lab = _client([0, 1, 1, 0], probs)
+    level, per_class = np.max(probs, 1).mean(), np.mean(probs, 0)
+    tau_c = level * per_class / per_class.max()               # (FL)^2's rule by hand
+    got = PL.skew_measures([lab], 3)
+    assert got["skew_held"] == 2
+    assert np.isclose(got["skew_tau_held"], tau_c[:2].mean()) and np.isclose(got["skew_tau_unheld"], tau_c[2])
+    assert np.isclose(got["skew_pred_unheld"], 1 / 4)
+    fix = np.max(probs, 1) >= tau_c[np.argmax(probs, 1)]
+    assert fix.tolist() == [True, True, False, True]           # class 2's low threshold lets the wrong image 3 in
+    assert np.isclose(got["skew_fix_unheld"], 1 / 3) and got["skew_pass_unheld"] == 1.0
+    assert np.isclose(got["skew_pass_held"], 2 / 3) and got["skew_fix_acc_held"] == 100.0
+
+
+def test_skew_measures_average_clients_and_leave_iid_unheld_cells_empty():
+    iid = _client([0, 1, 2, 0, 1, 2], np.eye(3)[[0, 1, 2, 0, 1, 2]] * 0.97 + 0.01, rule=PL.FIXED)
+    got = PL.skew_measures([iid], 3)
+    assert got["skew_held"] == 3 and math.isnan(got["skew_tau_unheld"]) and math.isnan(got["skew_pass_unheld"])
+    assert got["skew_fix_unheld"] == 0.0
+    skewed = _client([0, 0, 1, 1], [[0.97, 0.02, 0.01]] * 2 + [[0.01, 0.02, 0.97]] * 2, rule=PL.FIXED)
+    both = PL.skew_measures([iid, skewed], 3)
+    assert both["skew_held"] == 2.5                             # one vote per client
+    assert np.isclose(both["skew_pred_unheld"], (0 + 0.5) / 2)
+    assert np.isclose(both["skew_fix_unheld"], (0 + 0.5) / 2)
+    assert both["skew_pass_unheld"] == 1.0                      # the IID client has no not-held case: nan is skipped
+
+
+def test_class_shift_splits_held_and_not_held_classes():
+    held = np.array([True, False, False])
+    start, client = {0: 50.0, 1: 60.0, 2: 70.0}, {0: 80.0, 1: 30.0, 2: 40.0}
+    assert PL.class_shift(client, start, held) == (30.0, -30.0)
+    assert math.isnan(PL.class_shift(client, start, np.ones(3, bool))[1])
+
+
+def test_global_adaptive_is_client_adaptive_on_all_clients_images_together():
+    a = np.array([[0.9, 0.05, 0.05], [0.8, 0.1, 0.1]])          # a client that sees class 0 only
+    b = np.array([[0.1, 0.2, 0.7], [0.2, 0.6, 0.2]])
+    got = PL.select(PL.GLOBAL_ADAPTIVE, [a, b], 0.95, np.ones(3), {})
+    want = PL.client_adaptive_thresholds(np.concatenate([a, b]))
+    for lab in got:
+        assert np.array_equal(lab["tau_class"], want) and np.array_equal(lab["tau"], want[lab["pseudo"]])
+    own = PL.select(PL.CLIENT_ADAPTIVE, [a, b], 0.95, np.ones(3), {})[0]["tau_class"]
+    assert own[1] < got[0]["tau_class"][1] and own[2] < got[0]["tau_class"][2]   # client a's rare classes: no longer ~0

@@ -228,12 +228,14 @@ def test_sbn_statistics_in_one_pass_equal_the_per_batch_loop(make, monkeypatch):
 
 
 # ---------------------------------------------------------------------- bf16 (CPU autocast stands in for CUDA's)
-def test_vectorized_engine_trains_under_bf16(monkeypatch):
-    """vmap(grad) fails under autocast; the engine casts the weights and images instead. bf16 is refused on a CPU
-    (Speed.check), so the check is bypassed: the bf16 kernels run on CPU as they do on CUDA."""
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def test_engines_train_under_bf16(engine, monkeypatch):
+    """The sequential engine runs the forward under autocast; vmap(grad) fails under autocast, so the vectorized
+    engine casts the weights and images instead. bf16 is refused on a CPU (Speed.check), so the check is bypassed
+    here: the bf16 kernels run on a CPU as they do on CUDA."""
     monkeypatch.setattr(Speed, "check", lambda self, device: self)
-    fp32 = _train(VectorizedEngine, Speed.default("cpu"), "fix-mix")
-    bf16 = _train(VectorizedEngine, dataclasses.replace(Speed.default("cpu"), bf16=True), "fix-mix")
+    fp32 = _train(engine, Speed.default("cpu"), "fix-mix")
+    bf16 = _train(engine, dataclasses.replace(Speed.default("cpu"), bf16=True), "fix-mix")
     assert all(v.dtype == torch.float32 for v in bf16[0].values())  # fp32 master weights
     for k in fp32[0]:
         assert torch.isfinite(bf16[0][k]).all()
@@ -242,19 +244,57 @@ def test_vectorized_engine_trains_under_bf16(monkeypatch):
     assert not torch.equal(bf16[2], fp32[2])
 
 
+# ---------------------------------------------------------------------- the captured steps' logic, eagerly
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def test_the_steps_cuda_graphs_capture_train_as_the_eager_ones_on_a_cpu(engine, monkeypatch):
+    """What cuda_graphs captures, run eagerly on a CPU: the vectorized engine then trains every client on a full batch
+    in one fixed-shape step and masks those that have run out of steps (the eager path trains only the others), the
+    sequential one runs its full-batch steps through the same step function. Same training up to float rounding
+    (vmap over another number of clients); the capture itself needs CUDA. Weakly augmented images: a strong view's
+    constant cutout squares give exact max-pool ties, which rounding can break either way (a gradient then moves to
+    another pixel: up to 5e-5 after 8 steps between the engines of main, measured), so this case keeps rounding
+    at rounding size."""
+    from semifl_core import engine as engine_mod
+    calls = []
+
+    class Eager:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, **inputs):
+            calls.append(1)
+            return self.fn(**inputs)
+    monkeypatch.setattr(engine_mod, "CapturedStep", Eager)
+    monkeypatch.setattr(Speed, "check", lambda self, device: self)
+    sizes = (40, 30, 25, 60)                                        # 8, 6, 6 (2 partial) and 12 steps
+    eager = _train(engine, Speed.default("cpu"), "sup", sizes)
+    graph = _train(engine, dataclasses.replace(Speed.default("cpu"), cuda_graphs=True), "sup", sizes)
+    assert len(calls) >= 9                                          # all but the first and the partial steps
+    for k in eager[0]:
+        torch.testing.assert_close(graph[0][k], eager[0][k], rtol=1e-5, atol=1e-6)
+    for a, b in zip(eager[1], graph[1]):
+        for k in a:
+            torch.testing.assert_close(b[k], a[k], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(graph[2], eager[2], rtol=1e-5, atol=1e-5)
+
+
 # ---------------------------------------------------------------------- CUDA
 @needs_cuda
 @pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
 @pytest.mark.parametrize("kind", ["fix-mix", "fixmatch", "sup"])
 def test_cuda_graphs_equal_eager_to_float_rounding(engine, kind):
+    """Full, partial and (vectorized) masked steps. Strongly augmented views can break max-pool ties either way under
+    rounding (see the CPU test above), so their bound is 10x the weak view's; a wrong mask or momentum moves weights
+    by about lr x gradient (1e-2)."""
     eager = _train(engine, dataclasses.replace(Speed.default("cuda"), cuda_graphs=False), kind,
                    sizes=(53, 60, 27, 48), device="cuda")
     graph = _train(engine, Speed.default("cuda"), kind, sizes=(53, 60, 27, 48), device="cuda")
+    tol = dict(rtol=1e-4, atol=2e-5) if kind == "sup" else dict(rtol=1e-3, atol=2e-4)
     for k in eager[0]:
-        torch.testing.assert_close(graph[0][k], eager[0][k], rtol=1e-4, atol=2e-5)
-    torch.testing.assert_close(graph[2], eager[2], rtol=1e-4, atol=1e-3)
+        torch.testing.assert_close(graph[0][k], eager[0][k], **tol)
+    torch.testing.assert_close(graph[2], eager[2], rtol=1e-3, atol=1e-3)
     if eager[3] is not None:
-        torch.testing.assert_close(torch.tensor(graph[3]), torch.tensor(eager[3]), rtol=1e-4, atol=1e-4)
+        torch.testing.assert_close(torch.tensor(graph[3]), torch.tensor(eager[3]), rtol=1e-3, atol=1e-3)
 
 
 @needs_cuda

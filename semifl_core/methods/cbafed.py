@@ -2,6 +2,10 @@
 Equation numbers are its paper's. Labels are at one client (Config.labels_at="one-client"): client 0 holds the
 labeled set D_L and nothing else, clients 1..K-1 hold unlabeled data only; every client takes part in every round.
 
+Client 0's labeled set (cfg.cbafed_labeled): "balanced" (the default), cfg.client_labels images of every class, the
+rest of the training set cut over clients 1..K-1 by the partition's Dirichlet; "dirichlet", as CBAFed's released code
+draws it, client 0's share of one Dirichlet draw over all K clients (partition.one_dirichlet_draw).
+
 Warm-up, rounds 1..W (W = cfg.cbafed_warmup): the labeled client alone, one epoch of CE a round. That is Eq. (3)
 with one labeled client: the global model is its model, with the residual weight connection (the first round's
 model is the snapshot R; after every s = 5 further rounds theta = a1 R + (1 - a1) theta, R = theta; a1 = 0.8).

@@ -28,7 +28,8 @@ from torch.func import functional_call
 from ..rounds import Round, RoundRecord
 from ..tasks import make_tasks
 from . import pseudo_labels
-from .semifl import begin_round, label_clients, record_labels, strong_options, train_clients, end_round
+from .semifl import (begin_round, end_round, label_clients, record_client_models, record_labels, strong_options,
+                     train_clients)
 
 ASAM_ETA = 0.01
 
@@ -87,6 +88,8 @@ def client_specs(exp, st, rnd: Round, active) -> tuple[list, list, list]:
             trained.append(int(c))
             levels.append(float(lab["conf"].mean()))     # tau_k, Eq. (7)
     record_labels(rec, counts)
+    if rnd.diagnose:
+        rec.diagnostics.update(pseudo_labels.skew_measures(labeled, cfg.num_classes))
     shares = pseudo_labels.confident_counts(labeled, cfg.num_classes)
     rec.diagnostics.update({f"fix_share_c{k}": v / max(shares.sum(), 1) for k, v in enumerate(shares)})
     return specs, trained, levels
@@ -112,5 +115,7 @@ def fl2_round(exp, st, rnd: Round) -> RoundRecord:
         _, n, right, n_conf, right_conf = stats.sum(0).tolist()
         rec.diagnostics.update(high_confidence_share=n_conf / n if n else float("nan"),
                                high_confidence_acc=100 * right_conf / n_conf if n_conf else float("nan"))
+    if rnd.diagnose and stacked:
+        record_client_models(exp, st, rnd, stacked, trained)
     end_round(exp, st, rnd, stacked, lsaa_weights(levels) if trained else None)
     return rec

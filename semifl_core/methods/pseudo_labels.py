@@ -15,6 +15,14 @@ per image, its pseudo-label, its confidence and the threshold it must reach to e
   client-adaptive  (FL)^2 (Lee et al., NeurIPS 2024), its client-specific adaptive threshold, FreeMatch's self-adaptive
                    rule on one client: t = mean_i max p_i, l_c = mean_i p_ic, tau_c = t * l_c / max_c l_c (computed
                    once a round from the global model, as its `make_pseudo_lb_dataset`); nothing is sent.
+  global-adaptive  FreeMatch's self-adaptive threshold (Wang et al., ICLR 2023) as FreeMatch computes it, over all the
+                   unlabeled data: here the round's active clients together (each sends the sums of max p and of p over
+                   its images, C + 1 numbers): t = mean max p, l_c = mean p_c, tau_c = t * l_c / max_c l_c, one set
+                   of thresholds for every client. Issue 41's fix for label skew, fixed before its runs
+                   (docs/label_skew.md): client-adaptive takes l_c from one client's own
+                   predictions, so a client holding two classes gives the eight it does not hold thresholds near 0.1
+                   and trains on nearly every (necessarily wrong) pseudo-label of those classes; the federation's l_c
+                   does not know which client holds what.
 
 The class-balanced rule carries the last round's counts in the run's state (checkpointed); the others are stateless.
 """
@@ -23,7 +31,9 @@ from __future__ import annotations
 import numpy as np
 
 FIXED, CLASS_BALANCED, ALIGNED, CLIENT_ADAPTIVE = "fixed", "class-balanced", "aligned", "client-adaptive"
-RULES = (FIXED, CLASS_BALANCED, ALIGNED, CLIENT_ADAPTIVE)
+GLOBAL_ADAPTIVE = "global-adaptive"
+RULES = (FIXED, CLASS_BALANCED, ALIGNED, CLIENT_ADAPTIVE)   # the few-label study's rules (notebooks/few_labels)
+ALL_RULES = RULES + (GLOBAL_ADAPTIVE,)                     # and the label-skew study's fix
 CBAFED_OFFSET = 0.84   # CBAFed's constant in tau_c = p_c + 0.84 - std(p)
 
 
@@ -56,8 +66,8 @@ def client_adaptive_thresholds(probs: np.ndarray) -> np.ndarray:
 
 def select(rule: str, probs: list[np.ndarray], tau: float, labeled_counts: np.ndarray, state: dict) -> list[dict]:
     """The rule applied to the active clients' probabilities (one array per client, rows = images), given the class
-    counts of the labeled set. Returns per client {"conf", "pseudo", "tau"} (tau: one threshold, or one per image,
-    that of its pseudo-label's class). class-balanced reads state["counts"], the previous round's confident counts
+    counts of the labeled set. Returns per client {"conf", "pseudo", "tau", "tau_class"} (tau: one threshold, or one
+    per image, that of its pseudo-label's class; tau_class: the threshold of every class, for the diagnostics). class-balanced reads state["counts"], the previous round's confident counts
     (absent in the first round), which the caller stores with `confident_counts`."""
     labeled_counts = np.asarray(labeled_counts, dtype=np.float64)
     if rule == ALIGNED:
@@ -65,16 +75,19 @@ def select(rule: str, probs: list[np.ndarray], tau: float, labeled_counts: np.nd
         probs = [align(p, labeled_counts / labeled_counts.sum(), mean) for p in probs]
     if rule == CLASS_BALANCED:
         per_class = class_balanced_thresholds(labeled_counts + state.get("counts", 0), tau)
+    if rule == GLOBAL_ADAPTIVE:
+        per_class = client_adaptive_thresholds(np.concatenate(probs))   # the same formula on every client's images
     out = []
     for p in probs:
         pseudo = p.argmax(1)
-        if rule == CLASS_BALANCED:
-            tau_i = per_class[pseudo]
+        if rule in (CLASS_BALANCED, GLOBAL_ADAPTIVE):
+            tau_c = per_class
         elif rule == CLIENT_ADAPTIVE:
-            tau_i = client_adaptive_thresholds(p)[pseudo]
+            tau_c = client_adaptive_thresholds(p)
         else:
-            tau_i = tau
-        out.append({"conf": p.max(1), "pseudo": pseudo, "tau": tau_i})
+            tau_c = np.full(p.shape[1], tau)
+        out.append({"conf": p.max(1), "pseudo": pseudo, "tau": tau if rule in (FIXED, ALIGNED) else tau_c[pseudo],
+                    "tau_class": tau_c})
     return out
 
 
@@ -82,3 +95,48 @@ def confident_counts(selected: list[dict], num_classes: int) -> np.ndarray:
     """Class counts of the pseudo-labels that passed their thresholds, summed over clients (what a client sends)."""
     return sum((np.bincount(s["pseudo"][s["conf"] >= s["tau"]], minlength=num_classes) for s in selected),
                np.zeros(num_classes, dtype=np.int64))
+
+
+# ---------------------------------------------------------------------- label skew (issue 41's diagnostics)
+HELD_SHARE = 0.05   # a client "holds" a class when at least 5 % of its images are of it (Non-IID K=2: its two classes)
+
+
+def held_classes(truth: np.ndarray, num_classes: int) -> np.ndarray:
+    """Which classes a client holds (a boolean per class), from its true labels."""
+    return np.bincount(truth, minlength=num_classes) >= HELD_SHARE * len(truth)
+
+
+def skew_measures(labeled: list[dict], num_classes: int) -> dict:
+    """How a rule treats the classes a client holds and those it does not, averaged over the active clients (each
+    client one vote; a measure with no case on any client is nan). Per client, from its true labels (`truth`, read
+    for the diagnostics only), pseudo-labels, confidences and per-class thresholds (select):
+      skew_held            classes held (2 under Non-IID K=2, 10 under IID)
+      skew_tau_held/unheld mean threshold tau_c over the classes it holds / does not hold
+      skew_pred_unheld     share of its images whose pseudo-label is a class it does not hold (all of them wrong)
+      skew_fix_unheld      share of its fix set (pseudo-labels at or above their threshold) in classes it does not hold
+      skew_pass_held/unheld share of the images pseudo-labeled as a held / not-held class that pass their threshold
+      skew_fix_acc_held    % right among its fix-set labels of held classes (a not-held label is never right)"""
+    rows = []
+    for lab in labeled:
+        held = held_classes(lab["truth"], num_classes)
+        fix = lab["conf"] >= lab["tau"]
+        pred_held = held[lab["pseudo"]]
+        right = lab["pseudo"] == lab["truth"]
+        tau_c = lab["tau_class"]
+        mean = lambda v, m: v[m].mean() if m.any() else np.nan   # noqa: E731
+        rows.append({"skew_held": held.sum(), "skew_tau_held": tau_c[held].mean(),
+                     "skew_tau_unheld": tau_c[~held].mean() if (~held).any() else np.nan,
+                     "skew_pred_unheld": (~pred_held).mean(),
+                     "skew_fix_unheld": mean(~pred_held, fix),
+                     "skew_pass_held": mean(fix, pred_held), "skew_pass_unheld": mean(fix, ~pred_held),
+                     "skew_fix_acc_held": 100 * mean(right, fix & pred_held)})
+    return {k: float(np.nanmean([r[k] for r in rows])) if any(np.isfinite(r[k]) for r in rows) else float("nan")
+            for k in rows[0]} if rows else {}
+
+
+def class_shift(client_acc: dict, start_acc: dict, held: np.ndarray) -> tuple[float, float]:
+    """The change a client's update makes to the per-class test accuracy of the global model it started from
+    (percentage points, client model minus start model; both as `{k: acc}` per class), averaged over the classes the
+    client holds and over those it does not (nan when it holds every class)."""
+    delta = np.array([client_acc[k] - start_acc[k] for k in range(len(held))])
+    return float(delta[held].mean()), float(delta[~held].mean()) if (~held).any() else float("nan")

@@ -154,7 +154,8 @@ def pseudo_label(exp, st, rnd: Round, active) -> tuple[list, list]:
         pseudo = np.concatenate([lab["pseudo"][fix] for lab, fix, _ in picked])
         shares = np.bincount(pseudo, minlength=cfg.num_classes) / max(len(pseudo), 1)
         rec.diagnostics.update({f"fix_share_c{k}": v for k, v in enumerate(shares)})
-    if rnd.diagnose:   # the mix labels
+    if rnd.diagnose:   # how the rule treats the classes a client holds and those it does not; the mix labels
+        rec.diagnostics.update(pseudo_labels.skew_measures(labeled, cfg.num_classes))
         mix_right = np.concatenate([(lab["pseudo"] == lab["truth"])[mix] for lab, _, mix in picked])
         mix_conf = np.concatenate([lab["conf"][mix] for lab, _, mix in picked])
         rec.diagnostics.update(mix_acc=100 * mix_right.sum() / len(mix_right) if len(mix_right) else float("nan"),
@@ -319,7 +320,26 @@ def semifl_round(exp, st, rnd: Round) -> RoundRecord:
     if not cfg.global_pseudo_labels and stacked:
         record_fixmatch(rec, stats)
     if rnd.diagnose and stacked:
-        accs = [exp.diagnostic_accuracy(st.model, {k: v[i] for k, v in stacked.items()}) for i in range(len(trained))]
-        diag.update(acc_client_mean=float(np.mean(accs)), acc_client_min=min(accs), acc_client_max=max(accs))
+        record_client_models(exp, st, rnd, stacked, trained)
     end_round(exp, st, rnd, stacked)
     return rec
+
+
+def record_client_models(exp, st, rnd: Round, stacked: dict, trained: list[int]) -> None:
+    """Diagnostics of the trained client models (before averaging): their test accuracy (mean, min, max) and how each
+    moved the per-class test accuracy of the global model it started from, over the classes it holds and those it
+    does not (pseudo_labels.class_shift; the start model gets its sBN statistics from the same draw as the clients)."""
+    classes, diag = range(exp.cfg.num_classes), rnd.record.diagnostics
+    start = {}
+    exp.diagnostic_accuracy(st.model, dict(st.model.state_dict()), per_class=start)
+    accs, shifts = [], []
+    for i, c in enumerate(trained):
+        per = {}
+        accs.append(exp.diagnostic_accuracy(st.model, {k: v[i] for k, v in stacked.items()}, per_class=per))
+        held = pseudo_labels.held_classes(exp.data.y_train[exp.client_idx[c]].cpu().numpy(), exp.cfg.num_classes)
+        shifts.append(pseudo_labels.class_shift({k: per[f"acc_c{k}"] for k in classes},
+                                                {k: start[f"acc_c{k}"] for k in classes}, held))
+    held_shift, unheld_shift = np.array(shifts).T
+    diag.update(acc_client_mean=float(np.mean(accs)), acc_client_min=min(accs), acc_client_max=max(accs),
+                skew_dacc_held=float(np.mean(held_shift)),
+                skew_dacc_unheld=float(np.nanmean(unheld_shift)) if np.isfinite(unheld_shift).any() else float("nan"))

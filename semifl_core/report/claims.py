@@ -24,6 +24,37 @@ def claims(items: list) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["claim", "held", "evidence"])
 
 
+class Takeaway(str):
+    """Markdown text that a notebook shows as rendered markdown (and as itself anywhere else)."""
+
+    def _repr_markdown_(self):
+        return str(self)
+
+
+# verdicts in the order a takeaway lists them; anything else (a finding's value) is listed under "found"
+VERDICT_ORDER = [("held", "Held"), ("yes", "Held"), ("not held", "Not held"), ("no", "Not held"),
+                 ("within noise", "Within noise (no verdict either way)"),
+                 ("one seed: no verdict", "One seed only (no verdict)"), ("not all run", "Not all run yet"),
+                 ("not run", "Not run yet")]
+
+
+def takeaway(table: pd.DataFrame) -> Takeaway:
+    """The written takeaway of a claims table (claims(...) or diagnosis_findings(...)), generated from it so that it
+    cannot disagree: how many claims held, then each claim under its verdict."""
+    claim, verdict = table.columns[0], table.columns[1]
+    groups: dict[str, list[str]] = {}
+    for c, v in zip(table[claim], table[verdict]):
+        name = dict(VERDICT_ORDER).get(str(v))
+        groups.setdefault(name or "Found", []).append(c if name else f"{c}: **{v}**")
+    order = list(dict.fromkeys([name for _, name in VERDICT_ORDER] + ["Found"]))
+    counts = ", ".join(f"{len(groups[g])} {g.split(' (')[0].lower()}" for g in order if g in groups and g != "Found")
+    lines = [f"**Takeaway** ({len(table)} {claim}s; by the package's rule, from the table below): {counts or 'none judged'}."]
+    for g in order:
+        if g in groups:
+            lines += ["", f"*{g}:*", *(f"- {c}" for c in groups[g])]
+    return Takeaway("\n".join(lines))
+
+
 def _prefix(pairs, ds, n):
     """'[dataset, N_S=n] ' before a claim when the notebook shows several (dataset, N_S) pairs."""
     return f"[{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}] " if len(pairs) > 1 else ""
@@ -37,7 +68,7 @@ def table1_claims(df, pairs) -> pd.DataFrame:
         semi, fix, het = ({p: acc(label_of(m), p) for p in PARTITIONS} for m in (SEMIFL, FEDAVG_FIXMATCH,
                                                                                  FEDAVG_SUPERVISED))
         part, full = acc(label_of(PARTIALLY_SUPERVISED)), acc(label_of(FULLY_SUPERVISED))
-        ev = lambda d: ", ".join(f"{k}: {v[1]}" for k, v in d.items())
+        ev = lambda d: ", ".join(f"{paper.PARTITION_NAMES[k]}: {v[1]}" for k, v in d.items())
         items += [
             (pre + "SemiFL beats Partially Supervised under every partition",
              every(above(semi[p][2], part[2]) for p in PARTITIONS),
@@ -51,7 +82,7 @@ def table1_claims(df, pairs) -> pd.DataFrame:
              every(above(full[2], semi[p][2]) for p in PARTITIONS), f"Fully Supervised {full[1]}; SemiFL {ev(semi)}"),
             (pre + "SemiFL beats supervised FL (HeteroFL row) under Non-IID, K=2",
              above(semi[NON_IID_K2][2], het[NON_IID_K2][2]),
-             f"SemiFL {semi[NON_IID_K2][1]} vs fedavg-supervised {het[NON_IID_K2][1]}"),
+             f"SemiFL {semi[NON_IID_K2][1]} vs HeteroFL {het[NON_IID_K2][1]}"),
             (pre + "SemiFL degrades with label skew: IID above Non-IID K=2",
              above(semi[IID][2], semi[NON_IID_K2][2]), f"SemiFL {ev(semi)}"),
         ]
@@ -212,7 +243,7 @@ def scale_claims(table, cfg) -> pd.DataFrame:
               above(col(prof, "_semi"), col(prof, "_psl")),
               f"SemiFL {shown_(prof, semi)} vs Partially Supervised {shown_(prof, psl)}"),
              ("At the profile SemiFL closes at least half of the gap (the issue's goal)",
-              at_least(col(prof, "_closed"), 0.5), f"gap closed {shown_(prof, 'gap closed (%)')} %")]
+              at_least(col(prof, "_closed"), 50.0), f"gap closed {shown_(prof, 'gap closed (%)')} %")]
     ran = [m for m in SCALE_NS if len(col(f"N_S={m}", "_gain"))] or [SCALE_NS[-1], SCALE_NS[0]]
     for name, a, b in ((f"more rounds ({5 * cfg.rounds} vs {cfg.rounds})", f"rounds={5 * cfg.rounds}", prof),
                        ("more local epochs (E=5 vs E=1)", prof, "E=1.0"),
@@ -333,11 +364,11 @@ def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long") -> p
     Supervised, the centralized ceiling above it, SemiFL closing at least half the gap (the paper: 87 % under IID).
     With long_df (Table 1's runs at the `long_name` profile, for (dataset, N_S) `pair`), the same first claim per
     partition at that profile, final round as above."""
-    from .tables import horizon_points
+    from .tables import GAP_FINAL, horizon_points
     pts, items = horizon_points(df), []
     for r in horizons:
         semi, psl, fm = (seed_values(df, R=r, method=label_of(m)) for m in (SEMIFL, PARTIALLY_SUPERVISED, FIXMATCH))
-        closed = 100 * pts[pts.R == r]["gap closed, final"].to_numpy(float)
+        closed = pts[pts.R == r][GAP_FINAL].to_numpy(float)
         items.append((f"[R={r}] SemiFL beats Partially Supervised", above(semi, psl),
                       f"{mean_std(semi)} vs {mean_std(psl)}"))
         items.append((f"[R={r}] SemiFL closes at least half of the Partially -> Fully gap (paper, IID: 87 %)",

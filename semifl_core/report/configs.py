@@ -257,7 +257,7 @@ def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
     return out
 
 
-# The training-length curve (README, "Training length"): SemiFL and Partially Supervised at the small profile with
+# The training-length curve (docs/training_length.md): SemiFL and Partially Supervised at the small profile with
 # R rounds (the cosine schedule spans R; Partially Supervised gets the same server budget, R x server epochs).
 # R=30 is the small profile itself; R >= 100 is evaluated every 10 rounds (R=300 is the `long` profile exactly).
 HORIZONS = (30, 100, 300, 800)
@@ -274,7 +274,7 @@ def horizon_configs(p, ds, n, r) -> dict:
     return {f"R={r} | {label_of(m)}": make(p, ds, n, algorithm=m, **over) for m in methods}
 
 
-# The few-label study (README, "Few labels"): SemiFL with each pseudo-label rule (methods/pseudo_labels.py) at N_S=40
+# The few-label study (docs/few_labels.md): SemiFL with each pseudo-label rule (methods/pseudo_labels.py) at N_S=40
 # and at the profile's N_S, IID; Partially Supervised beside them.
 FEW_LABEL_NS = (40, 100)
 
@@ -368,6 +368,33 @@ def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
             label_of(PARTIALLY_SUPERVISED): cfgs[label_of(PARTIALLY_SUPERVISED)]}
 
 
+# Issue 41, "why does the few-label fix stop working under label skew?": the rules under Non-IID K=2 at the small
+# profile, instrumented (diagnostics=True adds, per evaluated round, pseudo_labels.skew_measures and the client
+# models' per-class accuracy shift; it trains exactly as the plain run).
+SKEW_PARTITION = "non-iid-l-2"
+
+
+def label_skew_diagnosis_configs(p, ds, n, rounds=None) -> dict:
+    """{'row | Non-IID K=2 (instrumented)': Config}: SemiFL with the fixed and the client-adaptive rule, and (FL)^2."""
+    from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED
+    over = dict(partition=SKEW_PARTITION, diagnostics=True)
+    rows = {f"{label_of(SEMIFL)}, {CLIENT_ADAPTIVE}": make(p, ds, n, rounds, pseudo_label_rule=CLIENT_ADAPTIVE, **over),
+            f"{label_of(SEMIFL)}, {FIXED}": make(p, ds, n, rounds, **over),
+            label_of(FL2): make(p, ds, n, rounds, algorithm=FL2, **over)}
+    return {f"{row} | {SKEW_PARTITION} (instrumented)": cfg for row, cfg in rows.items()}
+
+
+# Issue 41's fix, fixed before its runs (docs/label_skew.md): SemiFL with the global-adaptive rule at the small
+# profile, IID and Non-IID K=2, judged against Partially Supervised and the client-adaptive rule (the few-label
+# study's runs of both).
+def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
+    """{'rule | SemiFL | partition': Config} for the fix and the runs it is judged against, and Partially Supervised."""
+    from ..methods.pseudo_labels import CLIENT_ADAPTIVE, GLOBAL_ADAPTIVE
+    out = {f"{rule} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, pseudo_label_rule=rule, partition=part)
+           for part in ("iid", SKEW_PARTITION) for rule in (GLOBAL_ADAPTIVE, CLIENT_ADAPTIVE)}
+    return {**out, **baseline_configs(p, ds, n, rounds)}
+
+
 # Issue 41, "do the few-label winners hold at `long`?": SemiFL with the client-adaptive rule and (FL)^2 at the `long`
 # profile (R=300), IID and Non-IID K=2; Table 1 at `long` shows them beside SemiFL and Partially Supervised.
 LONG_WINNER_PARTITIONS = ("iid", "non-iid-l-2")
@@ -390,3 +417,12 @@ def cbafed_configs(p, dataset, rounds=None) -> dict:
     """{row label: Config} at profile p; `rounds` (if given) keeps the profile's split: half warm-up, half federated."""
     extra = {} if rounds is None else {"rounds": int(rounds), "cbafed_warmup": int(rounds) // 2}
     return {label_of(m): profile(p, dataset, algorithm=m, **extra) for m in CBAFED_METHODS}
+
+
+# CBAFed in its released code's setting (issue 41): its code draws the labeled client as its share of one Dirichlet
+# draw over all ten clients (Config.cbafed_labeled="dirichlet", partition.one_dirichlet_draw), where our small variant
+# gives it 600 images of every class; the balanced set makes our lower bound stronger than theirs.
+def cbafed_own_setting_configs(p, dataset, rounds=None) -> dict:
+    """{row label: Config}: cbafed_configs' rows, with the same labels (cbafed_table and cbafed_claims read them),
+    with the labeled client drawn as CBAFed's code draws it."""
+    return {label: cfg.replace(cbafed_labeled="dirichlet") for label, cfg in cbafed_configs(p, dataset, rounds).items()}

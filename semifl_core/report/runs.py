@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import sys
 from pathlib import Path
 
@@ -42,16 +43,99 @@ def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_d
 
 
 def plain_tables() -> None:
-    """In a notebook's kernel, tables show as the paper prints them: a DataFrame whose index is pandas' row numbers
-    (0, 1, 2, ...) is displayed without that column (HTML and text); a named index (a method, a rule) stays."""
+    """In a notebook's kernel, every DataFrame shows through one style (table_html): text left, numbers right,
+    display names for the package's codes, no pandas row numbers (a named index, a method or a rule, stays as the
+    first columns), no NaN; its text form (text/plain) likewise."""
     shell = _kernel()
     if shell is None:
         return
-    numbered = lambda df: isinstance(df.index, pd.RangeIndex)  # noqa: E731
-    shell.display_formatter.formatters["text/html"].for_type(
-        pd.DataFrame, lambda df: df.to_html(index=not numbered(df), notebook=True))
+    shell.display_formatter.formatters["text/html"].for_type(pd.DataFrame, table_html)
     shell.display_formatter.formatters["text/plain"].for_type(
-        pd.DataFrame, lambda df, p, cycle: p.text(df.to_string(index=not numbered(df))))
+        pd.DataFrame, lambda df, p, cycle: p.text(_shown_frame(df).to_string(index=False, na_rep=NA)))
+
+
+NA = "-"   # what a table shows for a missing value (never NaN)
+PLACEHOLDERS = {"", "-", "not run", "n/a", "N/A"}
+_NUMBER = re.compile(r"^[+-]?\d")   # '87.2 (0.2) n=3', '+1.4', '95.3 (0.1)', '0.74'
+WRAP_AT = 40   # a text column whose cells are all at most this long stays on one line
+
+
+def display_name(value):
+    """A partition's or a method's display name (paper.PARTITION_NAMES, the method table's labels) for its code
+    (e.g. 'non-iid-l-2' -> 'Non-IID, K=2', 'fedavg-supervised' -> 'FedAvg supervised (HeteroFL)'); anything else
+    as it is."""
+    from ..methods import METHODS
+    if isinstance(value, str):
+        if value in paper.PARTITION_NAMES:
+            return paper.PARTITION_NAMES[value]
+        if value in METHODS:
+            return METHODS[value].label
+    return value
+
+
+def _shown_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """df as a table shows it: its named index (not pandas' row numbers) as leading columns, codes as display names,
+    one level of column names."""
+    if not isinstance(df.index, pd.RangeIndex) or df.index.name is not None:
+        df = df.reset_index()
+    if isinstance(df.columns, pd.MultiIndex):
+        df.columns = [", ".join(str(x) for x in c if str(x)) for c in df.columns]
+    df = df.rename(columns=lambda c: str(display_name(c)))
+    return df.apply(lambda col: col if pd.api.types.is_numeric_dtype(col) else col.map(display_name))
+
+
+def _is_number(v) -> bool:
+    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_))
+
+
+def numeric_column(values) -> bool:
+    """A column of numbers, or of cells that read as numbers ('87.2 (0.2) n=3'), placeholders ('not run', '-')
+    aside: shown right-aligned."""
+    vals = [v for v in values if not (isinstance(v, str) and v.strip() in PLACEHOLDERS) and not _missing(v)]
+    return bool(vals) and all(_is_number(v) or (isinstance(v, str) and _NUMBER.match(v.strip())) for v in vals)
+
+
+def _missing(v) -> bool:
+    return v is None or (_is_number(v) and np.isnan(v))
+
+
+def _cell_texts(col: pd.Series) -> list[str]:
+    """A column's cells as text: floats with the column's fewest decimals that show each value (at most 4), NaN and
+    None as NA."""
+    floats = [v for v in col if _is_number(v) and not _missing(v) and not float(v).is_integer()]
+    decimals = max((len(np.format_float_positional(v, precision=4, trim="-").partition(".")[2]) for v in floats),
+                   default=0)
+    out = []
+    for v in col:
+        if _missing(v):
+            out.append(NA)
+        elif _is_number(v) and not isinstance(v, (int, np.integer)):
+            out.append(f"{v:.{decimals}f}")
+        else:
+            out.append(str(v))
+    return out
+
+
+def table_html(df: pd.DataFrame) -> str:
+    """The one table style of every notebook, as HTML with inline styles (they survive JupyterLab's sanitizer, a
+    <style> block does not): text columns left, numeric columns right (numeric_column), short cells on one line,
+    display names (display_name), NA for a missing value. Deterministic: a re-render of the same frame gives the
+    same bytes (nbval compares them)."""
+    from html import escape
+    df = _shown_frame(df)
+    cols = []
+    for name in df.columns:
+        texts = _cell_texts(df[name])
+        right = numeric_column(df[name].tolist())
+        one_line = right or max((len(t) for t in texts), default=0) <= WRAP_AT
+        style = f"text-align: {'right' if right else 'left'}; white-space: {'nowrap' if one_line else 'normal'}" + \
+            ("" if one_line else "; min-width: 14em")
+        cols.append((str(name), texts, style))
+    head = "".join(f'<th style="{st}">{escape(name)}</th>' for name, _, st in cols)
+    body = "".join("<tr>" + "".join(f'<td style="{st}">{escape(texts[i])}</td>' for _, texts, st in cols) + "</tr>"
+                   for i in range(len(df)))
+    return (f'<table class="dataframe" style="table-layout: auto; margin-left: 0">'
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
 
 
 def _kernel():
@@ -212,6 +296,7 @@ def gpu_ids(dev) -> list[int]:
 
 
 BACKENDS = ("processes", "ray")
+FROM_STORE = "Rendered from the results store only (SEMIFL_NO_TRAIN=1: nothing trains)"
 
 
 def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=None, workers=None, backend=None,
@@ -248,12 +333,12 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
             todo.append(i)
     if todo and no_train():
         left = [f"{jobs[i][0]} (seed {jobs[i][1].seed})" for i in todo]
-        print(f"SEMIFL_NO_TRAIN is set: {len(todo)} of {len(jobs)} runs are not in {shown(results_dir)} and are left "
+        print(f"{FROM_STORE}: {len(todo)} of {len(jobs)} runs are not in {shown(results_dir)} and are left "
               f"out of everything below: {'; '.join(left[:6])}{'; ...' if len(left) > 6 else ''}")
         jobs = [job for i, job in enumerate(jobs) if i in done]
         done, todo = {k: done[i] for k, i in enumerate(sorted(done))}, []
     elif no_train() and jobs:
-        print(f"SEMIFL_NO_TRAIN is set: all {len(jobs)} runs are in {shown(results_dir)}")
+        print(f"{FROM_STORE}: all {len(jobs)} runs are in {shown(results_dir)}")
     if todo:
         est = estimate_minutes([jobs[i][1] for i in todo], minutes_per_round(results_dir))
         print(f"{len(todo)} of {len(jobs)} runs are not in {shown(results_dir)} and train now: "
@@ -274,8 +359,9 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
         k = check_runs_per_gpu(runs_per_gpu, dev, [jobs[i][1] for i in todo])
         n = workers or workers_for(device, len(todo), k)
         gpus = gpu_ids(dev) if dev.type == "cuda" and n > 1 and len(gpu_ids(dev)) > 1 else None
+    # on stdout (stderr shows as a red band in a notebook), and only while something trains
     with tqdm(total=len(jobs), initial=len(done), desc=f"runs ({len(todo)} to train, {n} at a time)",
-              disable=swept) as bar:
+              disable=swept or not todo, file=sys.stdout) as bar:
         if n == 1:
             for i in todo:
                 done[i] = train_run(jobs[i][1], results_dir, device, data_root)

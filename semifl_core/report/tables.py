@@ -4,6 +4,7 @@ study's points and cost, the diagnosis' suspects, stages, classes and splits): r
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from .rule import above, verdict
 from .runs import curves, train_minutes
 
 # Table 1's row for fedavg-supervised: the paper calls it HeteroFL (supervised FL with fully labeled clients).
-HETEROFL_ROW = "HeteroFL (= fedavg-supervised, fully labeled clients)"
+HETEROFL_ROW = "HeteroFL (supervised FedAvg, every client labeled)"
 
 
 def mean_std(values) -> str:
@@ -45,8 +46,8 @@ def seed_values(df, metric: str = "final_acc", **match) -> np.ndarray:
 def side_by_side(rows: list[dict], paper_label: str, ours_label: str = "this run") -> pd.DataFrame:
     """rows: dicts with index columns plus 'paper' and 'ours' -> DataFrame with the paper's column (named
     paper_label, e.g. 'paper (CIFAR-10, N_S=250)') next to 'this run'."""
-    out = pd.DataFrame(rows).rename(columns={"paper": paper_label, "ours": ours_label})
-    return out.fillna({paper_label: "-"})
+    out = pd.DataFrame(rows).assign(paper=lambda d: d.paper.map(paper_cell))
+    return out.rename(columns={"paper": paper_label, "ours": ours_label})
 
 
 def _table(rows: list[dict], columns: list[str]) -> pd.DataFrame:
@@ -71,22 +72,24 @@ def accuracy(df, ds, n, method, part=None, metric="best_acc"):
     return float(v.mean()) if len(v) else math.nan, mean_std(v), v
 
 
+def paper_cell(text):
+    """A paper's cell in our format: '95.3(0.1)' -> '95.3 (0.1)'; None (the paper has none) -> '-'."""
+    return "-" if text is None or text != text else re.sub(r"(\d)\(", r"\1 (", str(text))   # None or NaN
+
+
 def table1(df, ds, n) -> pd.DataFrame:
+    """Table 1's rows we run: ours ('mean (std) n=k', best round) beside the paper's number; the rows the paper
+    has and we do not run are table1_paper_only's."""
     pds, pn = paper.paper_column_for(ds, n)
     rows = [{"group": "Baseline", "method": label_of(m), "paper": paper.table1(m, None, pds, pn),
              "ours": accuracy(df, ds, n, label_of(m))[1]} for m in BASELINE_METHODS]
-    for m in paper.TABLE1_SSL:   # FixMatch is run (methods/fixmatch.py, the same budget as SemiFL's clients)
-        ran = m == "FixMatch"
-        rows.append({"group": "SSL (centralized)", "method": label_of(FIXMATCH) if ran else f"{m} (paper only, not run)",
-                     "paper": paper.table1(m, None, pds, pn),
-                     "ours": accuracy(df, ds, n, label_of(FIXMATCH))[1] if ran else "not run"})
+    # FixMatch is run (methods/fixmatch.py, the same budget as SemiFL's clients)
+    rows.append({"group": "SSL (centralized)", "method": label_of(FIXMATCH), "paper": paper.table1("FixMatch", None, pds, pn),
+                 "ours": accuracy(df, ds, n, label_of(FIXMATCH))[1]})
     for part in PARTITIONS:
         g = paper.PARTITION_NAMES[part]
         rows.append({"group": g, "method": HETEROFL_ROW, "paper": paper.table1(FEDAVG_SUPERVISED, part, pds, pn),
                      "ours": accuracy(df, ds, n, label_of(FEDAVG_SUPERVISED), part)[1]})
-        for m in ("FedMatch", "FedRGD"):
-            rows.append({"group": g, "method": f"{m} (paper only, not run)", "paper": paper.table1(m, part, pds, pn),
-                         "ours": "not run"})
         rows.append({"group": g, "method": label_of(FEDAVG_FIXMATCH), "paper": None,
                      "ours": accuracy(df, ds, n, label_of(FEDAVG_FIXMATCH), part)[1]})
         rows.append({"group": g, "method": label_of(SEMIFL), "paper": paper.table1(SEMIFL, part, pds, pn),
@@ -94,9 +97,22 @@ def table1(df, ds, n) -> pd.DataFrame:
     return side_by_side(rows, paper.label(pds, pn), f"this run ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n})")
 
 
+def table1_paper_only(ds, n) -> pd.DataFrame:
+    """The rows of the paper's Table 1 that the package does not run (the centralized SSL methods but FixMatch,
+    FedMatch and FedRGD per partition): the paper's number only, at the paper's (dataset, N_S) for (ds, n)."""
+    pds, pn = paper.paper_column_for(ds, n)
+    rows = [{"group": "SSL (centralized)", "method": m, "paper": paper.table1(m, None, pds, pn)}
+            for m in paper.TABLE1_SSL if m != "FixMatch"]
+    rows += [{"group": paper.PARTITION_NAMES[part], "method": m, "paper": paper.table1(m, part, pds, pn)}
+             for part in PARTITIONS for m in ("FedMatch", "FedRGD")]
+    return pd.DataFrame(rows).assign(paper=lambda d: d.paper.map(paper_cell)).rename(
+        columns={"paper": paper.label(pds, pn) + ", not run here"})
+
+
 def gap_closed(semifl, partial, full) -> float:
-    """The fraction of the Partially -> Fully Supervised gap that SemiFL closes (1 = all of it)."""
-    return (semifl - partial) / (full - partial)
+    """The share of the Partially -> Fully Supervised gap that SemiFL closes, in percent (100 = all of it): the one
+    unit every table, claim and figure of the package gives it in."""
+    return 100 * (semifl - partial) / (full - partial)
 
 
 def gap_table(df, ds, n) -> pd.DataFrame:
@@ -113,17 +129,17 @@ def gap_table(df, ds, n) -> pd.DataFrame:
             semi, psl, fsl = pd.concat(by_seed, axis=1, join="inner").to_numpy(float).T   # seeds all three have
             row[f"{semifl}, {name}"] = mean_std(by_seed[semifl])
             row[f"SemiFL - Partially, {name}"] = mean_std(semi - psl)
-            row[f"gap closed (%), {name}"] = mean_std(100 * gap_closed(semi, psl, fsl))
+            row[f"gap closed (%), {name}"] = mean_std(gap_closed(semi, psl, fsl))
         pds, pn = paper.paper_column_for(ds, n)
         paper_closed = paper_gap_points().query("partition == @part and num_supervised == @pn")
         paper_closed = paper_closed[paper_closed.dataset == paper.DATASET_NAMES[pds]]
-        row[f"gap closed (%), {paper.label(pds, pn)}"] = f"{100 * paper_closed.closed.iloc[0]:.0f}"
+        row[f"gap closed (%), {paper.label(pds, pn)}"] = f"{paper_closed.closed.iloc[0]:.0f}"
         rows.append(row)
     return pd.DataFrame(rows)
 
 
 def paper_gap_points() -> pd.DataFrame:
-    """The paper's Table 1 as (dataset, N_S, partition, gain, fraction of the gap closed), means as printed."""
+    """The paper's Table 1 as (dataset, N_S, partition, gain, gap closed in percent), means as printed."""
     rows = []
     for ds, n in paper.TABLE1_COLUMNS:
         full = paper.value(paper.table1(FULLY_SUPERVISED, None, ds, n))
@@ -167,6 +183,21 @@ def table2_ends(df, ds, n) -> pd.DataFrame:
             row[f"{pn}: final round"] = accuracy(df, ds, n, name, part, "final_acc")[1]
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def figure2_table(df, metric: str = "best_acc") -> pd.DataFrame:
+    """Figure 2's runs (df: run_pairs over configs.figure2_configs) at `metric`, mean (std) n: a row per method, a
+    column per ablation partition. A centralized baseline has no partition: its one run fills both columns (as the
+    figure draws it in both panels). A data column leads when df holds several (dataset, N_S) pairs."""
+    rows = []
+    for (pair, method), g in df.groupby(["pair", "method"], sort=False):
+        row = {"data": pair, "method": method}
+        for part in ABLATION_PARTITIONS:
+            at = g if method in BASELINES else g[g.partition == part]
+            row[paper.PARTITION_NAMES[part]] = mean_std(at.sort_values("seed")[metric])
+        rows.append(row)
+    out = _table(rows, ["data", "method", *(paper.PARTITION_NAMES[p] for p in ABLATION_PARTITIONS)])
+    return out if out["data"].nunique() > 1 else out.drop(columns="data")
 
 
 def table3(df, ds, n) -> pd.DataFrame:
@@ -295,7 +326,7 @@ def ns_rule(df, fsl_label=label_of(FULLY_SUPERVISED), min_gap: float = 15.0) -> 
 
 def scale_points(df) -> pd.DataFrame:
     """One row per (point, seed): SemiFL, Partially and Fully Supervised final accuracy, the gain SemiFL - Partially
-    Supervised and the fraction of the gap closed."""
+    Supervised and the gap closed (%)."""
     d = df.assign(point=df.label.str.split(" | ", regex=False).str[0],
                   method=df.label.str.split(" | ", regex=False).str[1])
     wide = d.pivot_table(index=["point", "seed"], columns="method", values="final_acc", sort=False)
@@ -308,7 +339,7 @@ def scale_points(df) -> pd.DataFrame:
 
 def scale_table(df) -> pd.DataFrame:
     """Per point: SemiFL, Partially and Fully Supervised (final round, mean(std) over seeds, n), the gain
-    SemiFL - Partially Supervised and the fraction of the gap closed (computed seed by seed), with the verdict of
+    SemiFL - Partially Supervised and the gap closed (%, computed seed by seed), with the verdict of
     SemiFL against Partially Supervised by RULE. n counts the SemiFL runs in the store."""
     semi, psl, fsl = (label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))
     rows = []
@@ -316,7 +347,7 @@ def scale_table(df) -> pd.DataFrame:
         v = {k: g[k].dropna().to_numpy() for k in (semi, psl, fsl, "gain", "closed")}   # NaN: a run not in the store
         rows.append({"point": point, "n": len(v[semi]), fsl: mean_std(v[fsl]), psl: mean_std(v[psl]),
                      semi: mean_std(v[semi]), "SemiFL - Partially": mean_std(v["gain"]),
-                     "gap closed (%)": mean_std(100 * v["closed"]), "gain": verdict(v[semi], v[psl]),
+                     "gap closed (%)": mean_std(v["closed"]), "gain": verdict(v[semi], v[psl]),
                      "_gain": v["gain"], "_closed": v["closed"], "_semi": v[semi], "_psl": v[psl]})
     return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi", "_psl"])
 
@@ -475,7 +506,7 @@ def few_label_table(df) -> pd.DataFrame:
             rows.append({"N_S": n, "pseudo-label rule": rule, "SemiFL, final": mean_std(v),
                          "SemiFL, best": mean_std(by(rule, "best_acc")),
                          "SemiFL - Partially": mean_std(both[0] - both[1]),
-                         "gap closed (%)": mean_std(100 * gap_closed(*both)),
+                         "gap closed (%)": mean_std(gap_closed(*both)),
                          "beats Partially Supervised": above(v.to_numpy(float), psl.to_numpy(float)),
                          "beats the fixed rule": "-" if rule == FIXED else above(v.to_numpy(float),
                                                                                  by(FIXED).to_numpy(float))})
@@ -509,6 +540,9 @@ def last_tenth(path, rounds: int) -> float:
     return float(m[m["round"] >= 0.9 * rounds].test_acc.mean())
 
 
+GAP_FINAL, GAP_LATE = "gap closed (%), final", "gap closed (%), last 10 %"   # horizon_points' columns
+
+
 def horizon_points(df) -> pd.DataFrame:
     """One row per (R, seed) with SemiFL, Partially Supervised and Fully Supervised of that seed: final accuracy,
     the mean over the last 10 % of rounds, and the gap closed by each (df: configs.horizon_runs)."""
@@ -523,10 +557,10 @@ def horizon_points(df) -> pd.DataFrame:
         rows.append({"R": r, "seed": s, "SemiFL, final": semi.final_acc, "Partially, final": psl.final_acc,
                      "SemiFL, last 10 %": late[SEMIFL], "Partially, last 10 %": late[PARTIALLY_SUPERVISED],
                      "Fully": fsl[s],
-                     "gap closed, final": gap_closed(semi.final_acc, psl.final_acc, fsl[s]),
-                     "gap closed, last 10 %": gap_closed(late[SEMIFL], late[PARTIALLY_SUPERVISED], fsl[s])})
+                     GAP_FINAL: gap_closed(semi.final_acc, psl.final_acc, fsl[s]),
+                     GAP_LATE: gap_closed(late[SEMIFL], late[PARTIALLY_SUPERVISED], fsl[s])})
     return pd.DataFrame(rows, columns=["R", "seed", "SemiFL, final", "Partially, final", "SemiFL, last 10 %",
-                                       "Partially, last 10 %", "Fully", "gap closed, final", "gap closed, last 10 %"])
+                                       "Partially, last 10 %", "Fully", GAP_FINAL, GAP_LATE])
 
 
 def horizon_table(df) -> pd.DataFrame:
@@ -541,8 +575,7 @@ def horizon_table(df) -> pd.DataFrame:
         rows.append({"R": r, "SemiFL": mean_std(semi), "Partially Supervised": mean_std(psl),
                      "FixMatch (centralized)": mean_std(fm) if len(fm) else "-",
                      "SemiFL - Partially": mean_std(p["SemiFL, final"] - p["Partially, final"]),
-                     "gap closed (%), final": mean_std(100 * p["gap closed, final"]),
-                     "gap closed (%), last 10 %": mean_std(100 * p["gap closed, last 10 %"]),
+                     GAP_FINAL: mean_std(p[GAP_FINAL]), GAP_LATE: mean_std(p[GAP_LATE]),
                      "SemiFL above Partially": above(semi, psl),
                      "FixMatch above Partially": above(fm, psl) if len(fm) else "-"})
     return pd.DataFrame(rows, columns=["R", "SemiFL", "Partially Supervised", "FixMatch (centralized)",
@@ -550,23 +583,44 @@ def horizon_table(df) -> pd.DataFrame:
                                        "SemiFL above Partially", "FixMatch above Partially"]).set_index("R")
 
 
+def best_after(paths, warmup: int) -> np.ndarray:
+    """Per run (its store path), the best test accuracy over the rounds after `warmup` (NaN where none was
+    evaluated): a run's summary best_acc also counts the warm-up rounds."""
+    from ..results import load_metrics
+    best = []
+    for p in paths:
+        m = load_metrics(p).dropna(subset=["test_acc"])
+        best.append(m[m["round"] > warmup].test_acc.max() if len(m) else math.nan)
+    return np.asarray(best, float)
+
+
+CBAFED_BEST = "ours, best federated round"
+
+
 def cbafed_table(df, cfgs: dict) -> pd.DataFrame:
     """CBAFed's Table 1 on our runs (df: run_all over configs.cbafed_configs, cfgs those configs): per row the final
-    and best test accuracy, mean (std) n, and what ran (model, warm-up + federated rounds, seeds), beside CBAFed's
-    published Fashion-MNIST number (theirs: ResNet-18, 501 + 501 rounds); then the published rows we do not run."""
+    test accuracy and the best over the federated rounds (after the warm-up: in the warm-up only the labeled client
+    trains, the same for every row), mean (std) n, and what ran (model, warm-up + federated rounds, seeds), beside
+    CBAFed's published Fashion-MNIST number (theirs: ResNet-18, 501 + 501 rounds). The published rows we do not run
+    are cbafed_paper_only's."""
     from ..methods import CBAFED_METHODS
     rows = []
     for m in CBAFED_METHODS:
         label, cfg = label_of(m), cfgs[label_of(m)]
-        at = df[df.label == label]
-        seeds = ", ".join(str(s) for s in sorted(at.seed)) or "-"
-        rows.append({"method": label, "ours, final": mean_std(at.final_acc), "ours, best": mean_std(at.best_acc),
+        at = df[df.label == label].sort_values("seed")
+        seeds = ", ".join(str(s) for s in at.seed) or "-"
+        rows.append({"method": label, "ours, final": mean_std(at.final_acc),
+                     CBAFED_BEST: mean_std(best_after(at.path, cfg.cbafed_warmup)),
                      "ours: what ran": f"{cfg.model}, {cfg.cbafed_warmup} warm-up + {cfg.rounds - cfg.cbafed_warmup} "
                                        f"rounds, seeds {seeds}",
                      "CBAFed paper (theirs)": paper.CBAFED_TABLE1.get(m, "-")})
-    rows += [{"method": k, "ours, final": "", "ours, best": "", "ours: what ran": "",
-              "CBAFed paper (theirs)": v} for k, v in paper.CBAFED_PAPER_ONLY.items()]
     return pd.DataFrame(rows)
+
+
+def cbafed_paper_only() -> pd.DataFrame:
+    """The rows of CBAFed's Table 1 (Fashion-MNIST) that the package does not run: their published number only."""
+    return pd.DataFrame([{"method": k.replace(" (paper only, not run)", ""), "CBAFed paper (theirs), not run here": v}
+                         for k, v in paper.CBAFED_PAPER_ONLY.items()])
 
 
 def few_label_noniid_table(df, best) -> pd.DataFrame:
@@ -584,3 +638,25 @@ def few_label_noniid_table(df, best) -> pd.DataFrame:
                           "beats Partially Supervised": above(v(r), psl) if r != label_of(PARTIALLY_SUPERVISED) else "-",
                           "beats the fixed rule": above(v(r), fixed) if r not in (FIXED, label_of(PARTIALLY_SUPERVISED))
                           else "-"} for r in (*best, FIXED, label_of(PARTIALLY_SUPERVISED))], columns=columns)
+
+
+# FedDure's released code (White1973/FedDure), run outside the package on our (DIR, DIR) split: its per-round test
+# accuracy, committed as text (notebooks/external/feddure_released_code.csv: seed, rounds, round, test_acc).
+FEDDURE_RELEASED = "FedDure, released code (White1973/FedDure, patched: Fashion-MNIST, our CNN, our split)"
+
+
+def feddure_released_table(df, released: pd.DataFrame, setting: str = "(DIR, DIR)") -> pd.DataFrame:
+    """Final-round test accuracy per seed of the released code beside ours (FedDure paper and code variants, FedAvg*)
+    at the same rounds and setting, for the seeds the released code ran; mean (std) n over those seeds."""
+    from .configs import FEDDURE_CODE, FEDDURE_PAPER
+    from ..methods import FEDAVG_LABELED
+    last = released.sort_values("round").groupby("seed").tail(1).set_index("seed").test_acc
+    seeds = sorted(last.index)
+    ours = {r: df[(df.row == r) & (df.setting == setting)].set_index("seed").final_acc
+            for r in (FEDDURE_PAPER, FEDDURE_CODE, label_of(FEDAVG_LABELED))}
+    rows = [{"row": FEDDURE_RELEASED, **{f"seed {s}": f"{last[s]:.1f}" for s in seeds}, "mean": mean_std(last[seeds])}]
+    for r, v in ours.items():
+        got = [v[s] for s in seeds if s in v.index]
+        rows.append({"row": f"{r}, ours", **{f"seed {s}": f"{v[s]:.1f}" if s in v.index else "not run" for s in seeds},
+                     "mean": mean_std(got)})
+    return pd.DataFrame(rows)

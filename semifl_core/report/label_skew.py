@@ -1,0 +1,136 @@
+"""The label-skew study (issue 41; notebooks/label_skew): why the client-adaptive rule that beats Partially
+Supervised under IID stops doing so under Non-IID K=2, measured on instrumented runs, and the fix it names
+(docs/label_skew.md). Runs in (report.run_all's frames), tables, curves and claims out (the written takeaway is
+report.takeaway of the claims).
+
+Each instrumented run is summarised by the mean of each measure over its rounds (fixed before the runs: every
+evaluated round counts alike); a row of the mechanism table is the mean (population std) over seeds of those run
+means, and the claims judge the per-seed run means by the package's rule (report.rule)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..methods import PARTIALLY_SUPERVISED, SEMIFL
+from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
+from .claims import claims as make_claims
+from .configs import label_of
+from .paper import IID, NON_IID_K2
+from .rule import above, at_least
+from .runs import curves
+from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
+
+# measure -> (display name, scale): shares are shown in percent
+MEASURES = {
+    "skew_held": ("classes a client holds", 1),
+    "skew_tau_held": ("threshold tau_c, classes held, %", 100),
+    "skew_tau_unheld": ("threshold tau_c, classes not held, %", 100),
+    "skew_pred_unheld": ("labels in classes not held, % (all wrong)", 100),
+    "skew_pass_held": ("pass rate, classes held, %", 100),
+    "skew_pass_unheld": ("pass rate, classes not held, %", 100),
+    "skew_fix_unheld": ("fix set in classes not held, %", 100),
+    "skew_fix_acc_held": ("fix-set accuracy, classes held, %", 1),
+    "threshold_acc": ("fix-set accuracy, all, %", 1),
+    "skew_dacc_held": ("client update: test accuracy change, classes held (points)", 1),
+    "skew_dacc_unheld": ("client update: test accuracy change, classes not held (points)", 1),
+}
+SEMIFL_CA, SEMIFL_FIXED, FL2_ROW = f"SemiFL, {CLIENT_ADAPTIVE}", f"SemiFL, {FIXED}", "(FL)²"
+PARTITION_NAMES = {IID: "IID", NON_IID_K2: "Non-IID, K=2"}
+
+
+def with_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """df with 'row' (the label's first part: the rule or method)."""
+    return df.assign(row=df.label.str.split(" | ", regex=False).str[0]) if len(df) else df.assign(row=[])
+
+
+def run_means(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per instrumented run (row, seed) with each measure's mean over the run's rounds."""
+    cur = curves(with_rows(df), keep=("row", "seed"))
+    cols = [c for c in MEASURES if c in cur.columns]
+    return cur.groupby(["row", "seed"], as_index=False)[cols].mean() if len(cur) else pd.DataFrame(columns=["row", "seed"])
+
+
+def mechanism_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Rows: the instrumented rules; columns: the measures' display names, 'mean (std) n=k' over seeds."""
+    means = run_means(df)
+    rows = []
+    for row in dict.fromkeys(means.row):
+        m = means[means.row == row]
+        rows.append({"rule": row, **{name: mean_std(m[c] * scale) if c in m else "not run"
+                                     for c, (name, scale) in MEASURES.items()}})
+    return pd.DataFrame(rows).set_index("rule").T.rename_axis("measure") if rows else pd.DataFrame()
+
+
+# the figure's panels: (title, column stem, scale), and each panel's y range
+MECHANISM_PANELS = (("threshold tau_c (%)", "skew_tau", 100), ("pass rate (%)", "skew_pass", 100),
+                    ("accuracy change (points)", "skew_dacc", 1))
+MECHANISM_BOUNDS = {"threshold tau_c (%)": (0, 100), "pass rate (%)": (0, 100),
+                    "accuracy change (points)": (-100, 100)}
+
+
+def mechanism_curves(df: pd.DataFrame) -> pd.DataFrame:
+    """Long frame for the figure: round, rule, seed, measure (thresholds, pass rates, accuracy change), class group
+    (held / not held), value."""
+    cur = curves(with_rows(df), keep=("row", "seed"))
+    parts = []
+    for measure, stem, scale in MECHANISM_PANELS:
+        for group, suffix in (("classes held", "held"), ("classes not held", "unheld")):
+            col = f"{stem}_{suffix}"
+            if col in cur:
+                parts.append(cur[["round", "row", "seed"]].assign(measure=measure, classes=group,
+                                                                  value=cur[col] * scale))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
+        columns=["round", "row", "seed", "measure", "classes", "value"])
+
+
+def fix_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Final-round accuracy of the fix (global-adaptive), client-adaptive and Partially Supervised per partition,
+    with the verdicts of the fix against both."""
+    psl = seed_values(df, label=label_of(PARTIALLY_SUPERVISED))
+    rows = []
+    for part, name in PARTITION_NAMES.items():
+        fix, ca = (seed_values(df, label=f"{rule} | {label_of(SEMIFL)} | {part}")
+                   for rule in (GLOBAL_ADAPTIVE, CLIENT_ADAPTIVE))
+        rows.append({"partition": name, "Partially Supervised": mean_std(psl), "client-adaptive": mean_std(ca),
+                     "global-adaptive (the fix)": mean_std(fix),
+                     "fix vs Partially Supervised": above(fix, psl), "fix vs client-adaptive": above(fix, ca)})
+    return pd.DataFrame(rows).set_index("partition")
+
+
+def _values(means, row, col, scale=1.0) -> np.ndarray:
+    m = means[means.row == row].sort_values("seed")
+    return (m[col].to_numpy(float) * scale) if col in m else np.array([])
+
+
+def claims(mech: pd.DataFrame, fix: pd.DataFrame) -> pd.DataFrame:
+    """The study's claims: the mechanism (from the instrumented runs) and the fix (from the plain runs), each with its
+    verdict by the package's rule and its evidence."""
+    means = run_means(mech)
+    v = lambda row, col, scale=1.0: _values(means, row, col, scale)   # noqa: E731
+    ev = lambda a, b: f"{mean_std(a)} vs {mean_std(b)}"   # noqa: E731
+    items = []
+    for row in (SEMIFL_CA, FL2_ROW):
+        held, unheld = v(row, "skew_tau_held", 100), v(row, "skew_tau_unheld", 100)
+        items.append((f"{row}: a client's threshold is lower for the classes it does not hold than for those it holds",
+                      above(held, unheld), f"tau_c, %: held {mean_std(held)}, not held {mean_std(unheld)}"))
+    p_un, p_held = v(SEMIFL_CA, "skew_pass_unheld", 100), v(SEMIFL_CA, "skew_pass_held", 100)
+    items.append((f"{SEMIFL_CA}: a larger share of the labels in classes a client does not hold (all wrong) passes than "
+                  "of those in classes it holds", above(p_un, p_held), f"pass rate, % {ev(p_un, p_held)}"))
+    f_un = v(SEMIFL_FIXED, "skew_pass_unheld", 100)
+    items.append((f"{SEMIFL_CA} passes more of those wrong labels than the fixed rule (tau 0.95)", above(p_un, f_un),
+                  f"pass rate, not held, % {ev(p_un, f_un)}"))
+    for row in (SEMIFL_CA, SEMIFL_FIXED):
+        drop = -v(row, "skew_dacc_unheld")
+        items.append((f"{row}: a client's update lowers the test accuracy of the classes it does not hold",
+                      at_least(drop, 0.0), f"drop, points {mean_std(drop)}"))
+    ca_drop, fx_drop = -v(SEMIFL_CA, "skew_dacc_unheld"), -v(SEMIFL_FIXED, "skew_dacc_unheld")
+    items.append((f"{SEMIFL_CA}'s updates lower those classes more than the fixed rule's", above(ca_drop, fx_drop),
+                  f"drop, points {ev(ca_drop, fx_drop)}"))
+    for part, name in PARTITION_NAMES.items():
+        r = fix.loc[name]
+        items.append((f"{name}: the global-adaptive rule (the fix) beats Partially Supervised",
+                      r["fix vs Partially Supervised"],
+                      f"{r['global-adaptive (the fix)']} vs {r['Partially Supervised']}"))
+        items.append((f"{name}: the global-adaptive rule beats the client-adaptive rule", r["fix vs client-adaptive"],
+                      f"{r['global-adaptive (the fix)']} vs {r['client-adaptive']}"))
+    return make_claims(items)

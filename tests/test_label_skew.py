@@ -1,0 +1,88 @@
+"""The label-skew study's report (semifl_core/report/label_skew.py): its tables are the seeds' run means of the
+committed per-round measures, its verdicts follow the package's rule, and its written takeaway cannot disagree with
+its claims."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from semifl_core import report
+from semifl_core.report import label_skew as skew
+from semifl_core.report.rule import above
+
+
+def _runs(tmp_path, rows: dict) -> pd.DataFrame:
+    """A run_all-like frame: {(label, seed): {column: per-round values}} written as metrics.csv files."""
+    out = []
+    for i, ((label, seed), cols) in enumerate(rows.items()):
+        d = tmp_path / f"run{i}"
+        d.mkdir(parents=True)
+        n = len(next(iter(cols.values())))
+        pd.DataFrame({"round": range(1, n + 1), **cols}).to_csv(d / "metrics.csv", index=False)
+        out.append({"label": label, "seed": seed, "partition": label.split(" | ")[-1], "path": str(d),
+                    "final_acc": cols.get("test_acc", [np.nan])[-1]})
+    return pd.DataFrame(out)
+
+
+CA = "SemiFL, client-adaptive | non-iid-l-2 (instrumented)"
+FX = "SemiFL, fixed | non-iid-l-2 (instrumented)"
+
+
+def _mech(tmp_path):
+    rng = np.random.default_rng(0)
+    rows = {}
+    for label, tau_un, pass_un, dacc_un in ((CA, 0.1, 0.97, -30.0), (FX, 0.95, 0.2, -20.0)):
+        for s in (0, 1, 2):
+            rows[(label, s)] = {"skew_tau_held": 0.6 + 0.01 * rng.random(4), "skew_tau_unheld": tau_un + 0.01 * rng.random(4),
+                                "skew_pass_held": 0.75 + 0.01 * rng.random(4), "skew_pass_unheld": pass_un + 0.01 * rng.random(4),
+                                "skew_dacc_held": 8 + rng.random(4), "skew_dacc_unheld": dacc_un + rng.random(4)}
+    return _runs(tmp_path, rows), rows
+
+
+def test_the_mechanism_table_is_the_seeds_mean_of_each_runs_round_mean(tmp_path):
+    mech, rows = _mech(tmp_path)
+    table = skew.mechanism_table(mech)
+    run_means = [rows[(CA, s)]["skew_pass_unheld"].mean() * 100 for s in (0, 1, 2)]
+    want = f"{np.mean(run_means):.1f} ({np.std(run_means):.1f}) n=3"
+    assert table.loc["pass rate, classes not held, %", "SemiFL, client-adaptive"] == want
+    assert table.loc["threshold tau_c, classes not held, %", "SemiFL, fixed"].startswith("95.")
+
+
+def test_claims_follow_the_rule_and_the_takeaway_states_exactly_the_held_ones(tmp_path):
+    mech, rows = _mech(tmp_path)
+    finals = {}
+    for part in ("iid", "non-iid-l-2"):
+        for rule, acc in (("global-adaptive", 72.0), ("client-adaptive", 65.0)):
+            for s in (0, 1, 2):
+                finals[(f"{rule} | SemiFL | {part}", s)] = {"test_acc": [acc + s * 0.1]}
+    for s in (0, 1, 2):
+        finals[("Partially Supervised", s)] = {"test_acc": [70.0 + s * 0.1]}
+    fix = _runs(tmp_path / "fix", finals)
+    table = skew.fix_table(fix)
+    assert table.loc["Non-IID, K=2", "fix vs client-adaptive"] == "held"
+    assert table.loc["IID", "fix vs Partially Supervised"] == above([72.0, 72.1, 72.2], [70.0, 70.1, 70.2])
+    claims = skew.claims(mech, table)
+    verdicts = dict(zip(claims.claim, claims.held))
+    assert verdicts["SemiFL, client-adaptive passes more of those wrong labels than the fixed rule (tau 0.95)"] == "held"
+    assert verdicts["(FL)²: a client's threshold is lower for the classes it does not hold than for those it holds"] \
+        == "not run"
+    text = str(report.takeaway(claims))
+    held_part = text.partition("*Held:*")[2].split("\n\n")[0]
+    for claim, verdict in verdicts.items():
+        assert (claim in held_part) == (verdict == "held"), claim
+
+
+def test_an_empty_store_gives_not_run_everywhere(tmp_path):
+    empty = pd.DataFrame(columns=["label", "seed", "partition", "path", "final_acc"])
+    table = skew.fix_table(empty)
+    assert (table[["Partially Supervised", "global-adaptive (the fix)"]] == "not run").all().all()
+    claims = skew.claims(empty, table)
+    assert set(claims.held) == {"not run"} and skew.mechanism_table(empty).empty
+    assert "*Held:*" not in report.takeaway(claims)
+
+
+@pytest.mark.parametrize("rule", ["global-adaptive"])
+def test_the_fix_rule_is_refused_where_there_are_no_global_pseudo_labels(rule):
+    from semifl_core.config import ConfigError, profile
+    with pytest.raises(ConfigError) as err:
+        profile("smoke", algorithm="fedavg-fixmatch", pseudo_label_rule=rule)
+    assert f"pseudo_label_rule='{rule}'" in str(err.value) and "\n" not in str(err.value)

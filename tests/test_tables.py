@@ -1,0 +1,159 @@
+"""How the notebooks' tables and figures show results: CBAFed's best round taken after the warm-up, no NaN in a table,
+the gap closed in percent everywhere, one table style (text left, numbers right, display names), reference lines and
+clipped bands in the figures, and a takeaway that says what the claims table says."""
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from semifl_core import report
+from semifl_core.methods import (CBAFED, CBAFED_METHODS, FEDAVG_FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED,
+                                 SEMIFL)
+from semifl_core.report.configs import label_of
+
+matplotlib.use("Agg")
+
+
+def _run(tmp_path, name, accs):
+    """A run's folder whose metrics.csv has test accuracy `accs` at rounds 1, 2, ..."""
+    d = tmp_path / name
+    d.mkdir()
+    pd.DataFrame({"round": np.arange(1, len(accs) + 1), "test_acc": accs}).to_csv(d / "metrics.csv", index=False)
+    return str(d)
+
+
+def test_cbafed_best_round_is_taken_after_the_warm_up(tmp_path):
+    """In the warm-up only the labeled client trains, the same for every row: a row whose accuracy peaks there must
+    not report the warm-up's peak as its best (issue 43: CBAFed and FedAvg + FixMatch both showed the warm-up's
+    78.2)."""
+    cfgs = report.cbafed_configs("small", "fashionmnist", rounds=4)          # 2 warm-up + 2 federated rounds
+    assert cfgs[label_of(CBAFED)].cbafed_warmup == 2
+    rows = []
+    for m in CBAFED_METHODS:
+        for s in range(2):
+            accs = [90.0 + s, 91.0 + s, 50.0 + s, 60.0 + s]     # the best of all rounds is in the warm-up
+            rows.append(dict(label=label_of(m), seed=s, final_acc=accs[-1], best_acc=max(accs),
+                             path=_run(tmp_path, f"{m}-{s}", accs)))
+    t = report.cbafed_table(pd.DataFrame(rows), cfgs).set_index("method")
+    assert (t[report.tables.CBAFED_BEST] == "60.5 (0.5) n=2").all()
+    assert not t.index.str.contains("not run").any()          # the paper-only rows are a table of their own
+    assert len(report.cbafed_paper_only()) == 3 and "not run here" in report.cbafed_paper_only().columns[-1]
+
+
+def test_table1_keeps_the_paper_only_rows_apart_and_prints_paper_cells_as_ours():
+    df = pd.DataFrame(columns=["dataset", "num_supervised", "method", "partition", "seed", "best_acc"])
+    ours, only = report.table1(df, "fashionmnist", 100), report.table1_paper_only("fashionmnist", 100)
+    assert not ours.method.str.contains("paper only").any() and "Pi-Model" not in set(ours.method)
+    assert {"Pi-Model", "FedMatch", "FedRGD"} <= set(only.method)
+    paper_col = next(c for c in ours.columns if c.startswith("paper"))
+    assert ours.set_index("method").loc[label_of(FULLY_SUPERVISED), paper_col] == "95.3 (0.1)"
+    assert ours.set_index("method").loc[label_of(FEDAVG_FIXMATCH), paper_col].eq("-").all()   # no paper row: '-'
+    assert "nan" not in report.table_html(ours).lower()
+    assert not ours.map(lambda v: "fedavg-" in str(v) or "non-iid" in str(v)).any().any()
+
+
+def _fig2_rows():
+    rows = []
+    for s in range(3):
+        rows += [dict(pair="Fashion-MNIST, N_S=100", method=label_of(m), partition="iid", seed=s, best_acc=80.0 + s)
+                 for m in (FULLY_SUPERVISED, PARTIALLY_SUPERVISED)]     # baselines: one run, no partition of theirs
+        rows += [dict(pair="Fashion-MNIST, N_S=100", method=label_of(FEDAVG_FIXMATCH), partition=p, seed=s,
+                      best_acc=60.0 + s) for p in ("iid", "non-iid-l-2")]
+    return pd.DataFrame(rows)
+
+
+def test_no_table_shows_nan():
+    """figure2's table printed NaN for the baselines under Non-IID K=2 (they have one run, under no partition); a
+    missing float anywhere shows as '-' in both the HTML and the text form."""
+    t = report.figure2_table(_fig2_rows())
+    assert list(t.columns) == ["method", "Non-IID, K=2", "IID"]
+    assert not t.isna().any().any() and "nan" not in t.to_string().lower()
+    assert (t.set_index("method").loc[label_of(FULLY_SUPERVISED)] == "81.0 (0.8) n=3").all()
+    plateau = pd.DataFrame({"epochs": [5, 10], "gain of doubling": [0.74, np.nan]})   # fsl_plateau's last row
+    html = report.table_html(plateau)
+    assert "nan" not in html.lower() and ">-</td>" in html
+
+
+def test_gap_closed_is_a_percentage_everywhere():
+    assert report.tables.gap_closed(80.0, 70.0, 90.0) == 50.0
+    pts = report.tables.paper_gap_points()
+    iid = pts.query("dataset == 'CIFAR-10' and num_supervised == 250 and partition == 'iid'").closed.iloc[0]
+    assert 80 < iid < 100                                   # the paper's 87 %, not 0.87
+    assert report.tables.GAP_FINAL.startswith("gap closed (%)") and report.tables.GAP_LATE.startswith("gap closed (%)")
+    rows = [dict(label=f"N_S=100 | {label_of(m)}", seed=s, final_acc=a) for s in range(2)
+            for m, a in ((SEMIFL, 85.0), (PARTIALLY_SUPERVISED, 70.0), (FULLY_SUPERVISED, 90.0))]
+    t = report.tables.scale_table(pd.DataFrame(rows))
+    assert t["gap closed (%)"].iloc[0] == "75.0 (0.0) n=2" and list(t["_closed"].iloc[0]) == [75.0, 75.0]
+    claims = report.scale_claims(t.assign(point="N_S=100"), report.profile("small", "fashionmnist"))
+    assert claims.held.iloc[1] == "held"                    # 75 % is above half of the gap (50, in percent)
+
+
+def test_one_table_style_text_left_numbers_right_display_names_one_line():
+    df = pd.DataFrame({"method": ["fedavg-supervised", "SemiFL"], "partition": ["non-iid-l-2", "iid"],
+                       "accuracy": ["87.2 (0.2) n=3", "not run"], "paper": ["95.3 (0.1)", "-"], "n": [3, 0]})
+    html = report.table_html(df)
+    for code in ("fedavg-supervised", "non-iid-l-2", ">iid<"):
+        assert code not in html
+    assert "Non-IID, K=2" in html and label_of("fedavg-supervised") in html
+    cells = html.split("<td ")[1:6]
+    align = [c.split("text-align: ")[1].split(";")[0] for c in cells]
+    assert align == ["left", "left", "right", "right", "right"]
+    assert all("white-space: nowrap" in c for c in cells)
+    assert "<th" in html and ">0<" not in html.split("<tbody>")[0]     # no pandas row numbers
+    assert report.table_html(df) == html                                 # deterministic (nbval compares it)
+
+
+def test_takeaway_says_what_the_claims_table_says():
+    cl = report.claims.claims([("A beats B", "held", ""), ("C beats D", "not held", ""), ("E", "within noise", ""),
+                               ("F", True, "")])
+    text = report.takeaway(cl)
+    assert "2 held, 1 not held, 1 within noise" in text
+    held, rest = text.split("*Not held:*")
+    assert "- A beats B" in held and "- F" in held and "- C beats D" in rest.split("*Within")[0]
+
+
+def _curves():
+    rows = []
+    for s in range(3):
+        for r in range(1, 31):
+            rows.append(dict(round=r, seed=s, method=label_of(SEMIFL), partition="iid", test_acc=98.0 + 2 * s))
+            if r in (5, 10):    # Fully Supervised: trained 10 epochs, evaluated at 5 and 10
+                rows.append(dict(round=r, seed=s, method=label_of(FULLY_SUPERVISED), partition="iid",
+                                 test_acc=85.0 + s))
+    return pd.DataFrame(rows)
+
+
+def test_fully_supervised_is_a_reference_line_and_bands_stay_in_bounds():
+    import matplotlib.pyplot as plt
+    fig = report.lineplot_grid(_curves(), "test_acc", hue="method", col="partition",
+                               refs=(label_of(FULLY_SUPERVISED),), ylabel="test accuracy (%)")
+    ax = fig.axes[0]
+    ref = [ln for ln in ax.lines if ln.get_label().startswith(label_of(FULLY_SUPERVISED))]
+    assert len(ref) == 1 and set(ref[0].get_ydata()) == {86.0}                # the final value, all across
+    assert list(ref[0].get_xdata()) == [0, 1] and ref[0].get_transform() != ax.transData   # axhline: full width
+    assert ax.get_title() == "IID"                                            # display name, not 'iid'
+    top = max(p.vertices[:, 1].max() for coll in ax.collections for p in coll.get_paths())
+    assert top <= 100.0                                                       # the band 98 +- 1.6 is clipped
+    plt.close(fig)
+
+
+def test_figure6_label_ratio_is_a_fraction_and_titles_do_not_overlap():
+    import matplotlib.pyplot as plt
+    rows = [dict(round=r, seed=s, method=m, partition=p, metric=metric, value=v * (0.9 + 0.1 * s))
+            for r in range(1, 11) for s in range(3) for m in ("SemiFL: fine-tune only", "FedAvg + FixMatch")
+            for p in ("non-iid-l-2", "iid")
+            for metric, v in (("Pseudo Accuracy", 80.0), ("Threshold Accuracy", 95.0), ("Label Ratio", 0.98))]
+    fig = report.lineplot_grid(pd.DataFrame(rows), "value", hue="method", col="metric", row="partition",
+                               ylabel=report.PSEUDO_UNITS, bounds=report.PSEUDO_BOUNDS)
+    fig.canvas.draw()
+    ratio = [ax for ax in fig.axes if "Label Ratio" in ax.get_title()]
+    assert ratio and all("%" not in ax.get_ylabel() and "fraction" in ax.get_ylabel() for ax in ratio)
+    assert all(p.vertices[:, 1].max() <= 1.0 for ax in ratio for coll in ax.collections for p in coll.get_paths())
+    boxes = [ax.title.get_window_extent() for ax in fig.axes]
+    assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+    plt.close(fig)
+
+
+@pytest.mark.parametrize("n", [3, 6])
+def test_series_get_distinct_colours(n):
+    assert len(set(report.figures.colors(n))) == n
