@@ -5,6 +5,9 @@
 # committed notebooks against the committed results (SEMIFL_NO_TRAIN=1: nothing trains; a run missing from results/
 # is left out and named in the notebook, and its cells say "not run").
 # `make test-distributed`: installs the [distributed] extra (Flower, Ray) and runs the tests of its adapters.
+# `make bench-gpu`: issue 42's GPU measurement, one markdown table (scripts/bench_gpu.py: under 8 minutes on an H100 or
+# H200; its docstring says how to carry Fashion-MNIST to a lent GPU machine). It needs no venv (a device machine has
+# none): the venv's python if there is one, else python3. `make bench-gpu ARGS=--smoke`: tiny sizes on a CPU, seconds.
 # `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each),
 # then regenerate README.md's generated parts and docs/results.md from them (python -m semifl_core.report.readme).
 # `make check-notebooks`: each committed notebook converted to HTML and screenshotted by headless Chromium (1400 px
@@ -21,7 +24,7 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test test-distributed install render notebooks check-notebooks
+.PHONY: demo test test-distributed install render notebooks check-notebooks bench-gpu
 install: $(VENV)/.installed
 
 demo: $(VENV)/.installed
@@ -46,3 +49,6 @@ notebooks: $(VENV)/.installed
 
 check-notebooks: $(VENV)/.installed
 	$(PY) tests/browser_check.py
+
+bench-gpu:
+	PYTHONPATH=$(CURDIR) $(if $(wildcard $(PY)),$(PY),python3) scripts/bench_gpu.py $(ARGS)

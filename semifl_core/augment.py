@@ -27,8 +27,8 @@ def _sign(n, g, device):
 
 def normalize(x: torch.Tensor, mean, std) -> torch.Tensor:
     """uint8 (or 0..255 float) images -> float model input."""
-    mean = torch.tensor(mean, device=x.device).view(1, -1, 1, 1)
-    std = torch.tensor(std, device=x.device).view(1, -1, 1, 1)
+    mean = torch.as_tensor(mean, dtype=torch.float32, device=x.device).view(1, -1, 1, 1)
+    std = torch.as_tensor(std, dtype=torch.float32, device=x.device).view(1, -1, 1, 1)
     return (x.float() / 255 - mean) / std
 
 

@@ -10,15 +10,20 @@ computation (augmentation, aggregation, data movement, bookkeeping).
 from __future__ import annotations
 
 import copy
+import dataclasses
+import gc
 import os
 import platform
 import time
+import warnings
+from contextlib import contextmanager
 
 import numpy as np
 import pandas as pd
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from .config import ConfigError
 from .data import DataError, Dataset, load
 from .models import make_model
 from .run import Experiment, pick_device
@@ -27,16 +32,20 @@ from .run import Experiment, pick_device
 # backward and counts as 1/3).
 PASSES = {"fix-mix": 2.0, "fix": 1.0, "fixmatch": 1 + 1 / 3, "sup": 1.0}
 MODEL_PHASES = ("time_sbn", "time_pseudo_label", "time_clients", "time_server", "time_eval")
+# Dense FP32 peaks without tensor cores (FLOP/s), from NVIDIA's datasheets (H100 and H200 Tensor Core GPU: "FP32
+# 67 teraFLOPS" for the SXM boards, 51 for the H100 PCIe, 60 for the NVL boards; A100: 19.5), matched against
+# torch.cuda.get_device_name in this order (an H100 SXM calls itself "NVIDIA H100 80GB HBM3").
+FP32_PEAK = {"H100 PCIe": 51.2e12, "H100 NVL": 60e12, "H100": 67e12, "H200 NVL": 60e12, "H200": 67e12,
+             "A100": 19.5e12}
 
 
 def peak_flops(device: torch.device) -> tuple[float, str]:
     """Dense FP32 peak of the device (FLOP/s) and how it was obtained."""
     if device.type == "cuda":
         name = torch.cuda.get_device_name(device)
-        known = {"H100": 67e12, "H200": 67e12, "A100": 19.5e12}   # FP32 (non-tensor-core) dense peaks
-        for key, value in known.items():
+        for key, value in FP32_PEAK.items():
             if key in name:
-                return value, f"{name}: FP32 dense {value / 1e12:.1f} TFLOP/s (datasheet)"
+                return value, f"{name}: FP32 dense {value / 1e12:.1f} TFLOP/s (NVIDIA's datasheet for the {key})"
         return float("nan"), f"{name}: peak unknown"
     mhz, flags = 0.0, ""
     try:
@@ -68,16 +77,34 @@ def synthetic_like(name: str, shape, num_classes: int, n_train: int, n_test: int
                    torch.randint(0, num_classes, (n_test,), generator=g), num_classes)
 
 
+def bench_data(cfg, data_root, device, synthetic_shape: str | None = None, synthetic: bool = False):
+    """(Dataset on device, where it came from): the real files if found (and not `synthetic`), else random images of
+    `synthetic_shape` (CxHxW; default the dataset's own shape), for timing only."""
+    if not synthetic:
+        try:
+            return load(cfg.dataset, data_root, device), f"{cfg.dataset} (real files)"
+        except DataError as err:
+            why = f" ({' '.join(str(err).split())[:160]})"
+    else:
+        why = ""
+    from .config import IMAGE_SHAPE, TRAIN_SIZE
+    shape = tuple(int(s) for s in synthetic_shape.split("x")) if synthetic_shape else IMAGE_SHAPE[cfg.dataset]
+    data = synthetic_like(cfg.dataset, shape, cfg.num_classes, TRAIN_SIZE[cfg.dataset], 10000).to(device)
+    return data, (f"SYNTHETIC random data shaped like {cfg.dataset} {'x'.join(map(str, shape))}"
+                  + (f", the real set is absent{why}" if not synthetic else "") + ": timings only")
+
+
+def client_images(cfg, m: dict) -> float:
+    """Forward+backward passes of a round's client training (metrics row m), by the clients' loss (PASSES)."""
+    kind = "fix-mix" if cfg.mix_loss and cfg.global_pseudo_labels else "fix" if cfg.global_pseudo_labels \
+        else "fixmatch"
+    return m.get("client_samples", 0) * PASSES[kind]
+
+
 def bench(cfg, rounds: int = 2, device="auto", data_root=None, synthetic_shape: str | None = None,
           warmup: int = 5) -> pd.DataFrame:
     device = pick_device(device)
-    try:
-        data, source = load(cfg.dataset, data_root, device), f"{cfg.dataset} (real files)"
-    except DataError:
-        shape = tuple(int(s) for s in (synthetic_shape or "3x32x32").split("x"))
-        from .config import TRAIN_SIZE
-        data = synthetic_like(cfg.dataset, shape, cfg.num_classes, TRAIN_SIZE[cfg.dataset], 10000).to(device)
-        source = f"SYNTHETIC random data shaped like {cfg.dataset} {shape} (real set absent): timings only"
+    data, source = bench_data(cfg, data_root, device, synthetic_shape)
     flops = model_flops_per_sample(cfg, data.shape, device)
     peak, peak_note = peak_flops(device)
     print(f"semifl bench: {cfg.model} on {source}; device {device}; torch {torch.__version__}; "
@@ -101,9 +128,7 @@ def bench(cfg, rounds: int = 2, device="auto", data_root=None, synthetic_shape: 
                 torch.cuda.synchronize()
             wall = time.perf_counter() - t
             model_time = sum(m.get(k, 0.0) for k in MODEL_PHASES)
-            kind = "fix-mix" if c.mix_loss and c.global_pseudo_labels else "fix" if c.global_pseudo_labels \
-                else "fixmatch"
-            images = m.get("client_samples", 0) * PASSES[kind]
+            images = client_images(c, m)
             rows.append({"engine": engine, "round": r + 1, "wall_s": wall, "client_samples": m.get("client_samples", 0),
                          **{k[5:] + "_s": m.get(k, 0.0) for k in (*MODEL_PHASES, "time_augment", "time_aggregate")},
                          "client_img_per_s": images / max(m.get("time_clients", 0.0), 1e-9),
@@ -144,16 +169,492 @@ def inference_bench(cfg, data: Dataset, batch_sizes=(64, 250, 1000), repeats: in
     return pd.DataFrame(rows).pivot(index="batch", columns="model", values="images/s").round(0)
 
 
+# ====================================================================== where a step's time goes (issue 42, item 1)
+# `python -m semifl_core.bench gpu` and scripts/bench_gpu.py: per engine and per engine.Speed variant, from the same
+# state and the same round, an untimed warm round (every phase once; client training cut to a few steps, so that
+# CUDA graphs are captured and kernels chosen) in which two short client trainings are profiled, then the timed round.
+LAUNCH_APIS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch",
+               "cudaLaunchCooperativeKernel")
+HOST_READS = ("item", "cpu", "tolist", "numpy")   # on a CPU: the calls at which a GPU would make the host wait
+PHASES = ("sbn", "pseudo_label", "augment", "clients", "aggregate", "server", "eval", "prepare")
+
+
+def speed_variants(device) -> list[tuple[str, object]]:
+    """(name, engine.Speed) pairs to compare, in this order: today's code (Speed.baseline()); Speed.default(device)
+    where it differs from the next; every switch this device runs together ("all"); each switch alone
+    ("+sync_free"), or with the one other switch it needs ("+flat_sgd+cuda_graphs"). A switch the device cannot run
+    (Speed.check) stays in the list alone, so that its row says why. [("today", None)] without engine.Speed."""
+    try:
+        from .engine import Speed
+    except ImportError:
+        return [("today", None)]
+
+    def runs(speed) -> bool:
+        try:
+            speed.check(device)
+            return True
+        except ConfigError:
+            return False
+    base = Speed.baseline()
+    switches = [f.name for f in dataclasses.fields(Speed) if getattr(base, f.name) is False]
+    out = [("baseline", base)]
+    for name in switches:
+        alone = dataclasses.replace(base, **{name: True})
+        need = [] if runs(alone) else [o for o in switches
+                                       if o != name and runs(dataclasses.replace(alone, **{o: True}))]
+        out.append(("+" + "+".join(need[:1] + [name]), dataclasses.replace(alone, **{o: True for o in need[:1]})))
+    ok = {n for _, v in out[1:] if runs(v) for n in switches if getattr(v, n)}   # the switches this device runs
+    together = dataclasses.replace(base, **{n: True for n in ok})
+    default = Speed.default(device)   # first after the baseline: what a deadline must not skip
+    return out[:1] + ([("default", default)] if default not in (base, together) else []) + [("all", together)] + out[1:]
+
+
+def default_speed(device) -> tuple[str, object]:
+    """("default", engine.Speed.default(device)), or ("today", None) in a tree without engine.Speed."""
+    try:
+        from .engine import Speed
+    except ImportError:
+        return "today", None
+    return "default", Speed.default(device)
+
+
+def experiment(cfg, data, device, speed=None) -> Experiment:
+    return Experiment(cfg, data, device) if speed is None else Experiment(cfg, data, device, speed=speed)
+
+
+def _cut(tasks, steps: int) -> list:
+    from .tasks import Task
+    return [Task({k: v[:steps] for k, v in t.views.items()}, t.size[:steps]) for t in tasks]
+
+
+@contextmanager
+def short_client_training(exp, device, counts: dict | None = None, steps=(2, 6)):
+    """For rounds of exp inside the block: client training runs only the first steps[1] steps of each task (an
+    untimed warm round). With `counts`, two more such trainings of steps[0] and steps[1] steps are profiled and
+    counts gets the ops per client step between them (op_counts; with fewer steps than steps[0], the ops of the
+    whole short training over its client steps)."""
+    train = exp.engine.train
+
+    def short(model, tasks, loss_fn, lr, states, *args, **kwargs):
+        if not tasks:
+            return train(model, tasks, loss_fn, lr, states, *args, **kwargs)
+        s2 = min(steps[1], min(t.steps for t in tasks))
+        s1 = steps[0] if steps[0] < s2 else 0
+        out = train(model, _cut(tasks, s2), loss_fn, lr, states, *args, **kwargs)
+        if counts is not None:
+            def ops(s):
+                return op_counts(lambda: train(model, _cut(tasks, s), loss_fn, lr, states, *args, **kwargs), device)
+            try:
+                a, b = ops(s1) if s1 else None, ops(s2)
+                counts.update({k: (v - (a[k] if a else 0)) / (len(tasks) * (s2 - s1)) for k, v in b.items()})
+                counts["raw"] = {**b, "client_steps": len(tasks) * s2}
+            except Exception as err:   # the profiler itself (CUPTI) failed: the timing goes on without counts
+                counts["error"] = f"{type(err).__name__}: {' '.join(str(err).split())[:160]}"
+        return out
+    exp.engine.train = short
+    try:
+        yield
+    finally:
+        del exp.engine.train
+
+
+def op_counts(fn, device) -> dict:
+    """Run fn under torch.profiler. CUDA: {"launches": host calls that launch work on the GPU (LAUNCH_APIS: a
+    replayed CUDA graph is one), "kernels": kernels the GPU ran}; CPU: {"aten_ops": aten ops without an aten op
+    inside (the CPU's kernels)}."""
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    cuda = device.type == "cuda"
+    if not cuda:   # the profiler's complaint that this CPU machine has no GPU driver
+        os.environ.setdefault("KINETO_LOG_LEVEL", "5")
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        fn()
+        if cuda:
+            torch.cuda.synchronize(device)
+    events = prof.events()
+    if cuda:
+        return {"launches": sum(e.name in LAUNCH_APIS or e.name.startswith(("cudaLaunch", "cuLaunch")) for e in events),
+                "kernels": sum(e.device_type == DeviceType.CUDA and not e.name.startswith(("Memcpy", "Memset"))
+                               for e in events)}
+    return {"aten_ops": sum(e.name.startswith("aten::") and not any(c.name.startswith("aten::") for c in e.cpu_children)
+                            for e in events)}
+
+
+@contextmanager
+def host_syncs(device):
+    """Counts (in the yielded list's one element, set when the block ends) the block's host-device synchronisations:
+    on CUDA those that torch's sync debug mode reports (.item(), .cpu(), nonzero, ...; a timed phase's explicit
+    torch.cuda.synchronize is not one of them); on a CPU, where nothing waits, the calls at which a GPU would make the
+    host wait (Tensor.item/cpu/tolist/numpy)."""
+    count = [0]
+    if device.type == "cuda":
+        before = torch.cuda.get_sync_debug_mode()
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            torch.cuda.set_sync_debug_mode("warn")
+            try:
+                yield count
+            finally:
+                torch.cuda.set_sync_debug_mode(before)
+                count[0] = sum("synchroniz" in str(w.message) for w in seen)
+        return
+    own = {name: torch.Tensor.__dict__.get(name) for name in HOST_READS}
+
+    def counting(f):
+        def call(self, *args, **kwargs):
+            count[0] += 1
+            return f(self, *args, **kwargs)
+        return call
+    for name in HOST_READS:
+        setattr(torch.Tensor, name, counting(getattr(torch.Tensor, name)))
+    try:
+        yield count
+    finally:
+        for name, f in own.items():
+            if f is None:
+                delattr(torch.Tensor, name)
+            else:
+                setattr(torch.Tensor, name, f)
+
+
+def _sync(device):
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def measure_round(exp, start, r: int, flops: float, peak: float, scale: float = 1.0, count: bool = True) -> dict:
+    """From a copy of state `start`: an untimed warm round r (short_client_training, profiled if `count`), then round r
+    timed from another copy. Returns the row: wall time, each phase's time, client images/s and FLOP/s, the fraction
+    of `peak`, ops per client step, host syncs, GPU peak memory, and the round projected to `scale` times the client
+    epochs (client training and augmentation scale with the steps; the other phases do not)."""
+    device, counts = exp.device, {}
+    with short_client_training(exp, device, counts if count else None):
+        exp.round(copy.deepcopy(start), r)
+    st = copy.deepcopy(start)
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    _sync(device)
+    with host_syncs(device) as syncs:
+        t = time.perf_counter()
+        m = exp.round(st, r)
+        _sync(device)
+        wall = time.perf_counter() - t
+    clients = m.get("time_clients", 0.0)
+    images = client_images(exp.cfg, m)
+    row = {"round_s": wall, **{f"{p}_s": m.get(f"time_{p}") for p in PHASES},
+           "client_samples": m.get("client_samples", 0), "label_ratio": m.get("label_ratio"),
+           "client_img_s": images / clients if clients else float("nan"),
+           "syncs_per_round": syncs[0], "profiled": counts.get("raw"),
+           **{f"{k}_per_client_step": v for k, v in counts.items() if k not in ("error", "raw")}}
+    if "error" in counts:
+        row["note"] = f"profiler failed: {counts['error']}"
+    elif device.type == "cuda" and count and not counts.get("kernels"):
+        row["note"] = "the profiler saw no GPU kernel (CUPTI missing?)"
+    row["peak_fraction"] = row["client_img_s"] * flops / peak
+    row["projected_round_s"] = wall + (clients + m.get("time_augment", 0.0)) * (scale - 1)
+    if device.type == "cuda":
+        row["gpu_peak_gib"] = torch.cuda.max_memory_reserved(device) / 2 ** 30
+    return row
+
+
+def gpu_profile(cfg, device="auto", data_root=None, *, synthetic: bool = False, synthetic_shape=None,
+                engines=("sequential", "vectorized"), variants=None, threshold: float | None = 0.0,
+                client_epochs: float | None = None, warmup: int = 0, count: bool = True, deadline: float | None = None,
+                part: str = "", data=None, source: str = "") -> list[dict]:
+    """Item 1 of issue 42: for each engine and each engine.Speed variant (speed_variants, or `variants`: names to
+    keep), one round of cfg measured by measure_round from the same state. `threshold` 0 (the default) makes every
+    client sample pass (label ratio 1: a round's most client work), for timing only; None keeps cfg's.
+    `client_epochs`: train the clients that many epochs instead of cfg's E (rows project the round to cfg's E).
+    `deadline` (time.monotonic()): a variant that would end after it, judged by the last one's time, is skipped with a
+    note; a variant that fails is a row with the error as its note. `data`, `source`: a Dataset on the device
+    already, and where it came from. Returns one dict per (engine, variant)."""
+    device = pick_device(device)
+    bench_cfg = cfg.replace(**({} if threshold is None else {"threshold": threshold}),
+                            **({} if client_epochs is None else {"local_epochs": client_epochs}))
+    if data is None:
+        data, source = bench_data(cfg, data_root, device, synthetic_shape, synthetic)
+    flops = model_flops_per_sample(cfg, data.shape, device)
+    peak, peak_note = peak_flops(device)
+    pairs = [(n, v) for n, v in speed_variants(device) if variants is None or n in variants]
+    start = experiment(bench_cfg, data, device).new_state()
+    if warmup:   # untimed rounds (today's code) that bring pseudo-labels, for a threshold above 0
+        warm = experiment(bench_cfg.replace(engine=engines[-1]), data, device)
+        for r in range(warmup):
+            warm.round(start, r)
+        del warm
+    base = {"part": part, "data": source, "model": cfg.model, "profile_rounds": cfg.rounds, "threshold":
+            bench_cfg.threshold, "client_epochs": bench_cfg.local_epochs, "epochs": cfg.local_epochs,
+            "mflop_per_image": flops / 3 / 1e6, "peak": peak_note, "device": str(device)}
+    rows, last = [], 0.0
+    for engine in engines:
+        for name, speed in pairs:
+            row = {**base, "engine": engine, "speed": name}
+            if deadline is not None and time.monotonic() + last > deadline:
+                rows.append({**row, "note": "skipped: not enough time left before the deadline"})
+                continue
+            t = time.monotonic()
+            try:
+                exp = experiment(bench_cfg.replace(engine=engine), data, device, speed)
+                row.update(measure_round(exp, start, warmup, flops, peak, cfg.local_epochs / bench_cfg.local_epochs,
+                                         count))
+            except ConfigError as err:   # a switch this device cannot run (bf16 without it, CUDA graphs on a CPU)
+                row["note"] = f"not run: {err}"
+            except Exception as err:     # noted, and the other variants go on: the device's minutes are few
+                row["note"] = f"failed: {type(err).__name__}: {' '.join(str(err).split())[:200]}"
+            finally:   # the variant's engine (its CUDA graphs, its buffers) goes before the next one is built
+                exp = None
+                gc.collect()
+                if device.type == "cuda":
+                    torch.cuda.empty_cache()
+            last = time.monotonic() - t
+            row["measure_s"] = last
+            rows.append(row)
+    for row in rows:   # the same engine's baseline (today's code), to compare with
+        ref = next((r for r in rows if r["engine"] == row["engine"] and r["speed"] in ("baseline", "today")
+                    and "client_img_s" in r), None)
+        if ref is not None and "client_img_s" in row:
+            row["vs_baseline"] = row["client_img_s"] / ref["client_img_s"]
+            row["round_vs_baseline"] = ref["round_s"] / row["round_s"]
+    return rows
+
+
+# ---------------------------------------------------------------------- several runs on one GPU (issue 42, item 6)
+def _grid_worker(index: int, device: str, specs: dict, commands, results) -> None:
+    """One of grid_throughput's processes (one run each, as run_all's workers): builds and warms each spec's run once
+    (start-up, reported apart), then for each command (spec name, rounds) trains that many rounds of a fresh run
+    (seed = index) and reports (start, end, per-round metrics, peak GPU memory)."""
+    try:
+        torch.set_num_threads(1)   # as run_all's workers
+        dev, t0, exps = pick_device(device), time.time(), {}
+        for name, spec in specs.items():
+            cfg = spec["cfg"].replace(seed=index)
+            data, _ = bench_data(cfg, spec.get("data_root"), dev, None, spec.get("synthetic", False))
+            exps[name] = exp = experiment(cfg, data, dev, spec.get("speed"))
+            with short_client_training(exp, dev):
+                exp.round(exp.new_state(), 0)
+        _sync(dev)
+        results.put(("ready", index, time.time() - t0))
+        for name, rounds in iter(commands.get, None):
+            exp = exps[name]
+            st = exp.new_state()
+            if dev.type == "cuda":
+                torch.cuda.reset_peak_memory_stats(dev)
+            start = time.time()
+            metrics = [exp.round(st, r) for r in range(rounds)]
+            _sync(dev)
+            results.put(("done", index, name, start, time.time(), metrics,
+                         torch.cuda.max_memory_reserved(dev) if dev.type == "cuda" else None))
+    except BaseException as err:
+        results.put(("error", index, f"{type(err).__name__}: {' '.join(str(err).split())[:300]}"))
+
+
+def grid_throughput(specs: dict, ks=(1, 2, 4, 8), device="auto", deadline: float | None = None) -> list[dict]:
+    """Item 6's measurement: K runs at once on one device, each in its own process (as run_all with runs_per_gpu=K),
+    for K in ks. specs: name -> {"cfg": Config, "rounds": timed rounds a run, "scale": client epochs factor as in
+    measure_round, "label": the part's name, "synthetic"/"data_root": its data, "speed": engine.Speed or None,
+    "speed_name"}. Processes start as the first spec's K needs them, and each builds and warms every spec once
+    (start-up, reported apart); then per spec and K, K of them train a fresh run each for `rounds` rounds at the same
+    time. A row per (spec, K): a run's mean round time, and projected as in measure_round; the K runs' rounds per hour
+    together and whole runs per hour (cfg.rounds a run); the ratio to K=1; the processes' largest GPU peak beside
+    workers.run_memory's estimate. `deadline` (time.monotonic()): a K whose turn would end after it (judged by the
+    last K's time, doubled) is skipped with a note."""
+    import multiprocessing as mp
+    from queue import Empty
+
+    from .workers import run_memory
+    dev = pick_device(device)
+    ctx = mp.get_context("spawn")
+    results, commands, procs, startup, rows = ctx.Queue(), [], [], [], []
+
+    def wait(n: int, what: str) -> list:
+        got = []
+        while len(got) < n:
+            left = None if deadline is None else max(0.01, deadline - time.monotonic() + 30)   # and some grace
+            try:
+                msg = results.get(timeout=left)
+            except Empty:
+                raise TimeoutError(f"stopped at the deadline while {what}") from None
+            if msg[0] == "error":
+                raise RuntimeError(f"process {msg[1]}: {msg[2]}")
+            got.append(msg)
+        return got
+
+    def grow(k: int) -> None:   # processes k-1 and below, started and warm
+        while len(procs) < k:
+            commands.append(ctx.Queue())
+            procs.append(ctx.Process(target=_grid_worker, args=(len(procs), str(dev), specs, commands[-1], results),
+                                     daemon=True))
+            procs[-1].start()
+        if len(startup) < k:
+            startup.extend(m[2] for m in wait(k - len(startup), f"{k} processes started"))
+    try:
+        for name, spec in specs.items():
+            cfg, last, one = spec["cfg"], 0.0, None
+            for k in ks:
+                row = {"part": f"K at once: {spec['label']}", "engine": cfg.resolved_engine(dev.type),
+                       "speed": f"K={k}" + (f" ({spec['speed_name']})" if spec.get("speed_name") else ""), "K": k,
+                       "profile_rounds": cfg.rounds, "about": f"{cfg.model} on {cfg.dataset}"
+                       f"{' (random images)' if spec.get('synthetic') else ''}, threshold {cfg.threshold:g}, "
+                       f"{cfg.local_epochs:g} client epochs" + (f", projected x{spec['scale']:g}" if spec.get("scale", 1)
+                                                                 != 1 else "") + f", {spec['rounds']} rounds a run"}
+                if deadline is not None and time.monotonic() + 2 * last > deadline:
+                    rows.append({**row, "note": "skipped: not enough time left before the deadline"})
+                    continue
+                grow(k)
+                t = time.monotonic()
+                for i in range(k):
+                    commands[i].put((name, spec["rounds"]))
+                done = wait(k, f"{k} runs of {name} trained")
+                last = time.monotonic() - t
+                measured, projected = [], []
+                for _, _, _, start, end, metrics, _ in done:
+                    grows = sum(m.get("time_clients", 0.0) + m.get("time_augment", 0.0) for m in metrics)
+                    measured.append((end - start) / len(metrics))
+                    projected.append(measured[-1] + grows / len(metrics) * (spec.get("scale", 1.0) - 1))
+                mean = float(np.mean(projected))
+                row.update(round_s=float(np.mean(measured)), projected_round_s=mean, rounds_per_h=3600 * k / mean,
+                           runs_per_h=3600 * k / mean / cfg.rounds, startup_s=max(startup),
+                           wall_s=max(d[4] for d in done) - min(d[3] for d in done),
+                           gpu_peak_gib=max(d[6] or 0 for d in done) / 2 ** 30 if dev.type == "cuda" else None,
+                           estimate_gib=run_memory(cfg) / 2 ** 30)
+                one = one or row
+                row["vs_K1"] = row["rounds_per_h"] / one["rounds_per_h"] if one["K"] == 1 else None
+                rows.append(row)
+    except (TimeoutError, RuntimeError) as err:
+        rows.append({"part": "K runs at once", "note": str(err)})
+    finally:
+        for q in commands:
+            q.put(None)
+        for p in procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.terminate()
+    for row in rows:
+        if "rounds_per_h" in row:
+            row["projected"] = (f"{row['rounds_per_h']:,.0f} rounds/h, {row['runs_per_h']:,.1f} runs/h of "
+                                f"{row['profile_rounds']} rounds" + (f" ({row['vs_K1']:.2f}x K=1)" if row.get("vs_K1")
+                                                                      else ""))
+            row["note"] = (f"start-up up to {row['startup_s']:.0f} s a process, not counted; estimated peak "
+                           f"{row['estimate_gib']:.1f} GiB a run")
+    return rows
+
+
+def _num(v, fmt: str) -> str:
+    return "" if v is None or (isinstance(v, float) and v != v) else format(v, fmt)
+
+
+def projection(row: dict) -> str:
+    """The profile's whole run from the row's projected round: '800 rounds: 2.4 h'."""
+    if "projected_round_s" not in row:
+        return ""
+    total = row["projected_round_s"] * row["profile_rounds"]
+    return f"{row['profile_rounds']} rounds: " + (f"{total / 3600:.2f} h" if total >= 3600 else f"{total / 60:.1f} min")
+
+
+def markdown(rows: list[dict], device) -> str:
+    """One markdown table of gpu_profile rows (and grid_throughput rows): one line per row."""
+    cuda = torch.device(device).type == "cuda"
+    ops = ([("launches_per_client_step", "kernel launches / client step", ".0f"),
+            ("kernels_per_client_step", "GPU kernels / client step", ".0f")] if cuda else
+           [("aten_ops_per_client_step", "aten ops / client step (CPU: no kernels)", ".0f")])
+    cols = [("part", "part", ""), ("engine", "engine", ""), ("speed", "speed", ""), ("round_s", "round s", ".2f"),
+            ("client_img_s", "client img/s", ",.0f"), ("vs_baseline", "img/s vs baseline", ".2f"),
+            ("peak_fraction", "of FP32 peak", ".2%"), *ops,
+            ("syncs_per_round", "host syncs / round" + ("" if cuda else " (CPU: .item/.cpu/.tolist/.numpy calls)"),
+             ".0f"),
+            ("sbn_s", "sBN s", ".2f"), ("pseudo_label_s", "pseudo-label s", ".2f"), ("augment_s", "augment s", ".2f"),
+            ("clients_s", "clients s", ".2f"), ("server_s", "server s", ".2f"), ("eval_s", "eval s", ".2f"),
+            ("gpu_peak_gib", "GPU peak GiB", ".1f"), ("projected", "projected (label ratio 1)", ""),
+            ("note", "note", "")]
+    lines = ["| " + " | ".join(h for _, h, _ in cols) + " |", "|" + "---|" * len(cols)]
+    for row in rows:
+        row = {**row, "projected": row.get("projected") or projection(row)}
+        lines.append("| " + " | ".join(_num(row.get(k), f) if f else str(row.get(k) or "").replace("|", "/")
+                                       for k, _, f in cols) + " |")
+    return "\n".join(lines)
+
+
 def _timed(f) -> float:
     t = time.perf_counter()
     f()
     return time.perf_counter() - t
 
 
-if __name__ == "__main__":   # python -m semifl_core.bench inference: the BENCHMARKS.md "Inference" table
+def header(device, rows: list[dict]) -> str:
+    """The lines above a gpu_profile table: machine, torch, the peak's source, data and configs measured."""
+    device = torch.device(device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else \
+        f"CPU ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    seen, lines = set(), [f"device: {name}; torch {torch.__version__}; {time.strftime('%Y-%m-%d')}"]
+    for r in rows:
+        key = (r.get("part"), r.get("data"))
+        if "about" in r and r["part"] not in seen:
+            seen.add(r["part"])
+            lines.append(f"- {r['part']}: {r['about']}; one process a run, started before timing")
+        if "peak" in r and key not in seen:
+            seen.add(key)
+            lines.append(f"- {r['part'] or r['model']}: {r['data']}; {r['model']} {r['mflop_per_image']:.1f} MFLOP "
+                         f"forward an image; threshold {r['threshold']:g}"
+                         f"{' (label ratio 1: timing only)' if r['threshold'] == 0 else ''}, "
+                         f"{r['client_epochs']:g} client epochs measured, projected to {r['epochs']:g}; peak "
+                         f"{r['peak']}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    """python -m semifl_core.bench inference | gpu [options]: see --help."""
     import sys
-    from .config import profile
-    from .run import get_data
+
+    from .cli import Parser, parse_sets
+    from .config import PROFILES, profile
+    p = Parser(prog="python -m semifl_core.bench", description="benchmarks beyond `semifl bench`")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
+    sub.add_parser("inference", help="evaluation images/s, folded and unfolded (BENCHMARKS.md, Inference)")
+    g = sub.add_parser("gpu", help="where a round's time goes: per engine and engine.Speed variant, one round each",
+                       description="Per engine and engine.Speed variant (today's code, each switch alone, all), one "
+                                   "round from the same state: kernel launches per client step (torch.profiler; aten "
+                                   "ops on a CPU), host syncs per round, client images/s, fraction of the FP32 peak, "
+                                   "per-phase time. Runs on a CPU too.")
+    g.add_argument("--profile", default="paper", help=f"one of {', '.join(PROFILES)} (default: %(default)s)")
+    g.add_argument("--dataset", default=None, help="default: the profile's")
+    g.add_argument("--set", action="extend", nargs="+", default=[], metavar="NAME=VALUE", help="config overrides")
+    g.add_argument("--engines", nargs="+", default=["sequential", "vectorized"], choices=["sequential", "vectorized"])
+    g.add_argument("--speeds", nargs="+", default=None, metavar="NAME",
+                   help="variants to run: baseline, +SWITCH, all, default (default: every one)")
+    g.add_argument("--threshold", default="0", metavar="TAU",
+                   help="tau for the bench: 0 (default) passes every client sample, label ratio 1, for timing only; "
+                        "'profile' keeps the profile's")
+    g.add_argument("--client-epochs", type=float, default=None, metavar="E",
+                   help="client epochs measured (default: the profile's); rounds are projected to the profile's E")
+    g.add_argument("--warmup", type=int, default=0, metavar="N", help="untimed rounds first (default: 0)")
+    g.add_argument("--no-count", action="store_true", help="skip the profiler's kernel counts")
+    g.add_argument("--synthetic", action="store_true", help="random images of the dataset's shape, even if found")
+    g.add_argument("--synthetic-shape", default=None, metavar="CxHxW", help="their shape (default: the dataset's)")
+    g.add_argument("--device", default="auto")
+    g.add_argument("--data-root", default=None, metavar="DIR")
+    try:
+        args = p.parse_args(argv)
+    except SystemExit as done:
+        return done.code or 0
     torch.set_num_threads(int(os.environ.get("SEMIFL_THREADS", "1")))
-    if sys.argv[1:] == ["inference"]:
+    if args.cmd == "inference":
+        from .run import get_data
         print(inference_bench(profile("small"), get_data("fashionmnist", None, torch.device("cpu"))).to_string())
+        return 0
+    try:
+        threshold = None if args.threshold == "profile" else float(args.threshold)
+        cfg = profile(args.profile, args.dataset, **parse_sets(args.set))
+        rows = gpu_profile(cfg, args.device, args.data_root, synthetic=args.synthetic,
+                           synthetic_shape=args.synthetic_shape, engines=tuple(args.engines), variants=args.speeds,
+                           threshold=threshold, client_epochs=args.client_epochs, warmup=args.warmup,
+                           count=not args.no_count)
+    except (ConfigError, DataError, ValueError) as err:
+        print(f"semifl bench: {' '.join(str(err).split())}", file=sys.stderr)
+        return 2
+    print(header(args.device if args.device != "auto" else pick_device("auto"), rows))
+    print(markdown(rows, pick_device(args.device)))
+    return 0
+
+
+if __name__ == "__main__":   # python -m semifl_core.bench inference | gpu
+    raise SystemExit(main())

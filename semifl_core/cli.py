@@ -109,6 +109,8 @@ def build_parser() -> Parser:
     sw.add_argument("--gpus-per-run", type=float, default=None, metavar="F",
                     help="GPUs a run: 1, or a fraction such as 0.5 to share one (default: 1 where the cluster has "
                          "GPUs, else 0)")
+    sw.add_argument("--runs-per-gpu", type=int, default=None, metavar="K",
+                    help="runs a GPU trains at once, i.e. --gpus-per-run 1/K (default: $SEMIFL_RUNS_PER_GPU, else 1)")
     sw.add_argument("--results-dir", default="results", metavar="DIR",
                     help="where runs are stored, one directory each; on a cluster, a path every node sees "
                          "(default: %(default)s)")
@@ -238,7 +240,7 @@ def _sweep(args) -> int:
     jobs = [(f"{label} (seed {s})", cfg.replace(seed=s)) for label, cfg in configs.items() for s in args.seeds]
     out = sweep([c for _, c in jobs], args.results_dir, names=[n for n, _ in jobs], address=args.address,
                 num_gpus=args.gpus_per_run, device=args.device, data_root=args.data_root,
-                checkpoint_every=args.checkpoint_every)
+                checkpoint_every=args.checkpoint_every, runs_per_gpu=args.runs_per_gpu)
     width = max(len(n) for n, _ in jobs)
     for (name, _), s in zip(jobs, out.summaries):
         if s is not None:

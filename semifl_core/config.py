@@ -71,7 +71,9 @@ FLOAT32_MAX = 3.4028234663852886e38
 # round trains) holds at most this many samples: 16 GiB of int64 indices and 1.5 TiB of images before augmentation
 # even at 768 bytes an image (the smallest here, synthetic's 3x16x16); no machine holds that.
 PLAN_LIMIT = 2 ** 31
-IMAGE_BYTES = {"cifar10": 3072, "cifar100": 3072, "svhn": 3072, "fashionmnist": 784, "mnist": 784, "synthetic": 768}
+IMAGE_SHAPE = {"cifar10": (3, 32, 32), "cifar100": (3, 32, 32), "svhn": (3, 32, 32), "fashionmnist": (1, 28, 28),
+               "mnist": (1, 28, 28), "synthetic": (3, 16, 16)}
+IMAGE_BYTES = {name: math.prod(shape) for name, shape in IMAGE_SHAPE.items()}   # uint8 pixels
 
 
 def _size(nbytes: float) -> str:

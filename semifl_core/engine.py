@@ -7,7 +7,8 @@ step of a Task with its uint8 images normalised, aux a 1-D tensor of counts the 
 momentum, and per model the sums over its steps of [loss, *aux]. Both engines consume the same tasks, so they
 train on identical inputs:
 
-- `sequential`: one model after another with torch.optim.SGD and clip_grad_norm_: the readable reference.
+- `sequential`: one model after another with torch.optim.SGD and clip_grad_norm_: the readable reference
+  (with Speed.flat_sgd: the same update with torch._foreach_* ops, `sgd_`).
 - `vectorized`: every client at once; parameters stacked along a leading client dimension, one
   vmap(grad) forward/backward for all clients whose step is a full batch, and the same SGD (momentum,
   weight decay, Nesterov, per-client gradient-norm clipping) written out on the stacked tensors. A client
@@ -15,18 +16,75 @@ train on identical inputs:
   run out of steps is masked (not updated), so the result equals the sequential engine's up to float
   rounding (batched kernels sum in another order: about 4e-7 relative after a round's client training).
   Training amplifies such differences over rounds, so whole runs of the two engines end within seed noise
-  of each other, not bit-identical (measured in BENCHMARKS.md).
+  of each other, not bit-identical (measured in BENCHMARKS.md). With Speed.flat_sgd the clients' parameters and
+  momentum live in two flat buffers (`FlatModels`), so one elementwise kernel updates every tensor of every client.
+
+`Speed` chooses how they run, never what they compute: see its docstring.
 """
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch.func import functional_call, grad, vmap
 
+from torch.utils._pytree import tree_flatten, tree_map
+
 from .augment import normalize
 from .tasks import Task
+
+
+@dataclass(frozen=True)
+class Speed:
+    """How the engines and the experiment run, not what they compute (never in the run key). Every switch but bf16
+    keeps the results: bit-identical on a CPU, equal to float rounding on a GPU (cuda_graphs). All False: the code
+    paths as they were before these switches (`baseline`); `default(device)`: what runs.
+
+    sync_free    stats and losses summed on the device and read once per round; image normalisation constants on the
+                 device (no host synchronisation inside step loops)
+    flat_sgd     one set of optimizer kernels per step for all parameter tensors (torch._foreach_* in the sequential
+                 engine, flat buffers in the vectorized one), not one set per tensor
+    cuda_graphs  the fixed-shape steps captured once per `train` call as a CUDA graph and replayed: the vectorized
+                 engine's step where every client still training has a full batch, the sequential engine's (and the
+                 server's) full-batch step; partial batches stay eager. Only for losses marked `graph_safe`. Needs
+                 flat_sgd. Equal to eager up to float rounding (CUDA only)
+    sbn_one_pass sBN statistics of many groups of 250 images per forward (each group normalised by its own
+                 statistics) instead of one forward per group; equal up to float rounding, so on by default on CUDA only
+    bf16         the forward/backward in bfloat16 (fp32 master weights, gradients and loss). CHANGES results: for the
+                 benchmark only, refused by run.run
+    """
+    sync_free: bool = False
+    flat_sgd: bool = False
+    cuda_graphs: bool = False
+    sbn_one_pass: bool = False
+    bf16: bool = False
+
+    @classmethod
+    def baseline(cls) -> "Speed":
+        return cls()
+
+    @classmethod
+    def default(cls, device) -> "Speed":
+        """Every change that keeps results on; CUDA graphs only on a CUDA device; fp32."""
+        cuda = torch.device(device).type == "cuda"
+        return cls(sync_free=True, flat_sgd=True, cuda_graphs=cuda, sbn_one_pass=cuda)
+
+    def check(self, device) -> "Speed":
+        """self, if this device can run it; ConfigError (one line) otherwise."""
+        from .config import ConfigError
+        dev = torch.device(device)
+        if self.cuda_graphs and dev.type != "cuda":
+            raise ConfigError(f"cuda_graphs=True: needs a CUDA device, this run is on {dev}; allowed on {dev}: False")
+        if self.cuda_graphs and not self.flat_sgd:
+            raise ConfigError("cuda_graphs=True: needs flat_sgd=True (a captured step updates its buffers in place); "
+                              "allowed with flat_sgd=False: cuda_graphs=False")
+        if self.bf16 and not (dev.type == "cuda" and torch.cuda.is_bf16_supported()):
+            raise ConfigError(f"bf16=True: needs a CUDA GPU with bfloat16 support, this run is on "
+                              f"{torch.cuda.get_device_name(dev) if dev.type == 'cuda' else dev}; allowed: False")
+        return self
 
 
 def cosine_lr(cfg, r: int) -> float:
@@ -39,69 +97,298 @@ def model_inputs(batch: dict, mean, std) -> dict:
     return {k: normalize(v, mean, std) if v.dtype == torch.uint8 else v for k, v in batch.items()}
 
 
+def graph_safe(loss_fn):
+    """Marks a loss function as free of host synchronisation and data-dependent Python control flow, so that a step
+    on it can be captured as a CUDA graph (Speed.cuda_graphs); unmarked losses always run eagerly."""
+    loss_fn.graph_safe = True
+    return loss_fn
+
+
+# ---------------------------------------------------------------------- SGD
+def clip_grads_(grads: list, max_norm: float) -> None:
+    """clip_grad_norm_ on a list of gradients, in place: g <- g min(1, max_norm / (||g|| + 1e-6)), the norm over all."""
+    total = torch.nn.utils.get_total_norm(grads)
+    torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
+
+
+def sgd_(params: list, grads: list, bufs: list, lr: float, cfg) -> None:
+    """torch.optim.SGD's step (momentum, weight decay, Nesterov; no dampening) on lists of tensors, in place, as
+    torch._foreach_* ops: one kernel per operation for all tensors on a GPU, and on a CPU the very ops of
+    torch.optim.SGD (bit-identical). bufs: momentum buffers, zeros where there is none yet (0 momentum + d = d)."""
+    if cfg.weight_decay:
+        grads = torch._foreach_add(grads, params, alpha=cfg.weight_decay)
+    if cfg.momentum:
+        torch._foreach_mul_(bufs, cfg.momentum)
+        torch._foreach_add_(bufs, grads)
+        grads = torch._foreach_add(grads, bufs, alpha=cfg.momentum) if cfg.nesterov else bufs
+    torch._foreach_add_(params, grads, alpha=-lr)
+
+
+def sgd_update(p, buf, d, lr: float, cfg):
+    """The same SGD step written out for the vectorized engine, on stacked tensors or a flat buffer of them: returns
+    (new p, new buf). buf: zeros where there is no momentum yet (0 momentum + d = d)."""
+    if cfg.weight_decay:
+        d = d + cfg.weight_decay * p
+    if cfg.momentum:
+        buf = cfg.momentum * buf + d
+        d = d + cfg.momentum * buf if cfg.nesterov else buf
+    return p - lr * d, buf
+
+
+def clip_coefficients(grads: list, max_norm: float, one_reduction: bool) -> torch.Tensor:
+    """Per model (the leading dimension of each gradient) clip_grad_norm_'s factor min(1, max_norm / (||g|| + 1e-6)).
+    one_reduction: the squared norm in one reduction over all tensors; else tensor by tensor, summed (the reference's
+    order of float sums, which the CPU keeps so that its results stay bit-identical)."""
+    if one_reduction:
+        norms = torch.cat([g.flatten(1) for g in grads], 1).pow(2).sum(1).sqrt()
+    else:
+        norms = torch.sqrt(sum(g.pow(2).flatten(1).sum(1) for g in grads))
+    return (max_norm / (norms + 1e-6)).clamp(max=1.0)
+
+
+class FlatModels:
+    """The parameters and SGD momentum of n models (Speed.flat_sgd) in two flat buffers laid out tensor after tensor:
+    tensor k of all n models is one contiguous (n, *shape_k) block, so `params` are views that vmap and
+    functional_call take as they are, and each elementwise operation of an SGD step is one kernel over all tensors of
+    all models. Updated in place (a captured CUDA graph keeps pointing at the same memory)."""
+
+    def __init__(self, start: dict, states: list, cfg, lr: float):
+        self.cfg, self.lr, self.n, self.shapes = cfg, lr, len(states), {k: v.shape for k, v in start.items()}
+        self.bounds = np.cumsum([0] + [self.n * v.numel() for v in start.values()])
+        self.p = self.pack({k: v.detach().expand(self.n, *v.shape) for k, v in start.items()})
+        self.m = self.pack({k: torch.stack([s[k] if s is not None else torch.zeros_like(v) for s in states])
+                            for k, v in start.items()})
+        self.params = self.views(self.p)
+        dev = self.p.device
+        # the model each element belongs to: per-model values (clip factors, masks) reach every element in one gather
+        self.owner = torch.cat([torch.arange(self.n, device=dev).repeat_interleave(v.numel()) for v in start.values()])
+
+    def views(self, flat: torch.Tensor) -> dict:
+        return {k: flat[a:b].view(self.n, *shape)
+                for (k, shape), a, b in zip(self.shapes.items(), self.bounds[:-1], self.bounds[1:])}
+
+    def pack(self, stacked: dict, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Stacked tensors (model dimension first) as one flat buffer; with rows, they are those models' (in rows'
+        order) and the other models get zeros."""
+        if rows is None:
+            return torch.cat([stacked[k].reshape(-1) for k in self.shapes])
+        flat = torch.zeros(int(self.bounds[-1]), device=rows.device)
+        for k, view in self.views(flat).items():
+            view[rows] = stacked[k]
+        return flat
+
+    def step(self, grads: dict, rows: torch.Tensor | None = None, active: torch.Tensor | None = None,
+             one_reduction: bool = False) -> None:
+        """One SGD step (clip_grad_norm_ first) of the models in rows (None: all) from their gradients (rows' order);
+        active: (n,) bool, the models to update (the others keep their weights and momentum)."""
+        cfg, g = self.cfg, self.pack(grads, rows)
+        if cfg.clip_norm > 0:
+            coef = clip_coefficients(list(grads.values()), cfg.clip_norm, one_reduction)
+            if rows is not None:
+                coef = torch.ones(self.n, device=coef.device).index_copy(0, rows, coef)
+            g = g * coef[self.owner]
+        p, m = sgd_update(self.p, self.m, g, self.lr, cfg)
+        if active is not None:
+            keep = active[self.owner]
+            p, m = torch.where(keep, p, self.p), torch.where(keep, m, self.m)
+        self.p.copy_(p)
+        self.m.copy_(m)
+
+
+# ---------------------------------------------------------------------- CUDA graphs
+class CapturedStep:
+    """fn(**inputs) as a CUDA graph (Speed.cuda_graphs). The first WARMUP calls run eagerly on a side stream (lazy
+    initialisation, as torch.cuda.graphs asks), the next captures fn on static copies of its inputs, and each call
+    from then on copies its inputs into those and replays. fn keeps its state in tensors it updates in place; its
+    output is a static tensor, overwritten by the next call."""
+    WARMUP = 3   # as torch's whole-network capture example
+
+    def __init__(self, fn):
+        self.fn, self.calls, self.graph, self.static, self.out = fn, 0, None, None, None
+
+    def __call__(self, **inputs):
+        if self.graph is None and self.calls < self.WARMUP:
+            self.calls += 1
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                out = self.fn(**inputs)
+            torch.cuda.current_stream().wait_stream(side)
+            return out
+        if self.graph is None:
+            self.static = tree_map(lambda t: t.clone() if torch.is_tensor(t) else t, inputs)
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.out = self.fn(**self.static)
+        else:
+            for dst, src in zip(tree_flatten(self.static)[0], tree_flatten(inputs)[0]):
+                if torch.is_tensor(dst):
+                    dst.copy_(src)
+        self.graph.replay()
+        return self.out
+
+
+def _normalisation(mean, std, dev, speed):
+    """The image normalisation constants, as device tensors with sync_free (no host-to-device copy per step)."""
+    if not speed.sync_free:
+        return mean, std
+    return tuple(torch.as_tensor(v, dtype=torch.float32, device=dev) for v in (mean, std))
+
+
+def _bf16(model):
+    """model's forward in bfloat16 autocast, logits back in float32 (the loss stays fp32). No autocast weight cache:
+    a captured CUDA graph must cast the weights it is replayed with."""
+    def f(x):
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, cache_enabled=False):
+            out = model(x)
+        return out.float()
+    return f
+
+
 class SequentialEngine:
     """The reference: each task trains its own copy of the start model, one after another."""
 
-    def __init__(self, cfg, mean, std):
-        self.cfg, self.mean, self.std = cfg, mean, std
+    def __init__(self, cfg, mean, std, speed: Speed | None = None):
+        self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
 
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None],
               losses: list | None = None):
         """Train each task from model's weights; `losses`, if given, receives every step's loss (floats)."""
+        dev = next(model.parameters()).device
+        speed = (self.speed or Speed.default(dev)).check(dev)
+        mean, std = _normalisation(self.mean, self.std, dev, speed)
         start = {k: v.detach().clone() for k, v in model.state_dict().items()}
         names = [n for n, _ in model.named_parameters()]
-        results, new_states, stats = [], [], []
+        results, new_states, stats, step_losses = [], [], [], []
         model.train()
+        trainer = (_ForeachTrainer if speed.flat_sgd else _TorchOptimTrainer)(self.cfg, model, loss_fn, lr, speed)
         for task, state in zip(tasks, states):
             model.load_state_dict(start)
-            opt = torch.optim.SGD(model.parameters(), lr=lr, momentum=self.cfg.momentum,
-                                  weight_decay=self.cfg.weight_decay, nesterov=self.cfg.nesterov)
-            if state is not None:
-                for name, p in model.named_parameters():
-                    opt.state[p]["momentum_buffer"] = state[name].clone()
+            trainer.begin(state)
             task_stats = None
             for s in range(task.steps):
-                inputs = model_inputs(task.batch(s, int(task.size[s])), self.mean, self.std)
-                loss, aux = loss_fn(model, inputs)
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                if self.cfg.clip_norm > 0:
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), self.cfg.clip_norm)
-                opt.step()
-                step = torch.cat([loss.detach()[None], aux]).cpu()
-                task_stats = step if task_stats is None else task_stats + step
-                if losses is not None:
-                    losses.append(loss.item())
+                size = int(task.size[s])
+                step = trainer.step(model_inputs(task.batch(s, size), mean, std), full=size == task.views["x"].shape[1])
+                if speed.sync_free:
+                    task_stats = step.clone() if task_stats is None else task_stats + step
+                    if losses is not None:
+                        step_losses.append(step[0].clone())
+                else:
+                    step = step.cpu()
+                    task_stats = step if task_stats is None else task_stats + step
+                    if losses is not None:
+                        losses.append(step[0].item())
             # plain BN (norm=bn) also carries its running statistics to the average
             results.append({k: v.detach().clone() for k, v in model.state_dict().items()
                             if k in names or k.endswith(("running_mean", "running_var"))})
-            new_states.append({n: opt.state[p]["momentum_buffer"].clone()
-                               for n, p in zip(names, model.parameters()) if "momentum_buffer" in opt.state[p]})
+            new_states.append(trainer.momentum(state))
             stats.append(task_stats)
         model.load_state_dict(start)
+        if step_losses:   # read once (sync_free)
+            losses.extend(torch.stack(step_losses).tolist())
         stacked = {k: torch.stack([r[k] for r in results]) for k in results[0]} if results else {}
-        return stacked, new_states, torch.stack(stats) if stats else torch.zeros(0, 1)
+        return stacked, new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
+
+
+class _TorchOptimTrainer:
+    """The sequential engine's steps with torch.optim.SGD and clip_grad_norm_ (Speed.flat_sgd off)."""
+
+    def __init__(self, cfg, model, loss_fn, lr, speed):
+        self.cfg, self.model, self.loss_fn, self.lr = cfg, model, loss_fn, lr
+        self.f = _bf16(model) if speed.bf16 else model
+
+    def begin(self, state):
+        cfg = self.cfg
+        self.opt = torch.optim.SGD(self.model.parameters(), lr=self.lr, momentum=cfg.momentum,
+                                   weight_decay=cfg.weight_decay, nesterov=cfg.nesterov)
+        if state is not None:
+            for name, p in self.model.named_parameters():
+                self.opt.state[p]["momentum_buffer"] = state[name].clone()
+
+    def step(self, inputs, full: bool) -> torch.Tensor:
+        loss, aux = self.loss_fn(self.f, inputs)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if self.cfg.clip_norm > 0:
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
+        self.opt.step()
+        return torch.cat([loss.detach()[None], aux])
+
+    def momentum(self, state) -> dict:
+        return {n: self.opt.state[p]["momentum_buffer"].clone() for n, p in self.model.named_parameters()
+                if "momentum_buffer" in self.opt.state[p]}
+
+
+class _ForeachTrainer:
+    """The sequential engine's steps as one function (Speed.flat_sgd): gradients by torch.autograd.grad, then
+    clip_grads_ and sgd_ on the model's parameters and momentum buffers in place; with Speed.cuda_graphs (and a
+    graph_safe loss) the full-batch step is captured once and replayed for every task of the `train` call."""
+
+    def __init__(self, cfg, model, loss_fn, lr, speed):
+        self.cfg, self.loss_fn, self.lr = cfg, loss_fn, lr
+        self.f = _bf16(model) if speed.bf16 else model
+        self.names, self.params = zip(*model.named_parameters())
+        self.bufs = [torch.zeros_like(p) for p in self.params]
+        self.graph = CapturedStep(self._step) if speed.cuda_graphs and getattr(loss_fn, "graph_safe", False) else None
+
+    def begin(self, state):
+        with torch.no_grad():
+            for name, b in zip(self.names, self.bufs):
+                if state is None:
+                    b.zero_()
+                else:
+                    b.copy_(state[name])
+
+    def _step(self, inputs) -> torch.Tensor:
+        loss, aux = self.loss_fn(self.f, inputs)
+        grads = list(torch.autograd.grad(loss, self.params))
+        with torch.no_grad():
+            if self.cfg.clip_norm > 0:
+                clip_grads_(grads, self.cfg.clip_norm)
+            sgd_(list(self.params), grads, self.bufs, self.lr, self.cfg)
+        return torch.cat([loss.detach()[None], aux])
+
+    def step(self, inputs, full: bool) -> torch.Tensor:
+        return self.graph(inputs=inputs) if self.graph is not None and full else self._step(inputs)
+
+    def momentum(self, state) -> dict:
+        if self.cfg.momentum:
+            return {n: b.clone() for n, b in zip(self.names, self.bufs)}
+        return {n: v.clone() for n, v in state.items()} if state is not None else {}
 
 
 class VectorizedEngine:
     """All tasks at once: stacked parameters, vmap(grad) over clients, SGD on the stacked tensors."""
 
-    def __init__(self, cfg, mean, std):
-        self.cfg, self.mean, self.std = cfg, mean, std
+    def __init__(self, cfg, mean, std, speed: Speed | None = None):
+        self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
 
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None]):
         cfg, n = self.cfg, len(tasks)
         if n == 0:
             return {}, [], torch.zeros(0, 1)
         model.train()
+        dev = next(model.parameters()).device
+        speed = (self.speed or Speed.default(dev)).check(dev)
+        mean, std = _normalisation(self.mean, self.std, dev, speed)
         buffers = {k: v for k, v in model.named_buffers()}
-        params = {k: v.detach().unsqueeze(0).repeat(n, *[1] * v.dim()) for k, v in model.named_parameters()}
-        has_buf = torch.tensor([s is not None for s in states], device=next(iter(params.values())).device)
-        momentum = {k: torch.stack([s[k] if s is not None else torch.zeros_like(v[0]) for s in states])
-                    for k, v in params.items()}
+        start = {k: v.detach() for k, v in model.named_parameters()}
+        if speed.flat_sgd:
+            flat = FlatModels(start, states, cfg, lr)
+            params = flat.params
+        else:
+            params = {k: v.unsqueeze(0).repeat(n, *[1] * v.dim()) for k, v in start.items()}
+            momentum = {k: torch.stack([s[k] if s is not None else torch.zeros_like(v) for s in states])
+                        for k, v in start.items()}
+
+        def forward(p, x):
+            if speed.bf16:   # vmap(grad) fails under autocast: cast the weights (differentiably) and the input instead
+                p = {k: v.to(torch.bfloat16) for k, v in p.items()}
+                return functional_call(model, (p, buffers), (x.to(torch.bfloat16),)).float()
+            return functional_call(model, (p, buffers), (x,))
 
         def step_loss(p, inputs):
-            loss, aux = loss_fn(lambda x: functional_call(model, (p, buffers), (x,)), inputs)
+            loss, aux = loss_fn(lambda x: forward(p, x), inputs)
             return loss, torch.cat([loss.detach()[None], aux])
 
         grad_all = vmap(grad(step_loss, has_aux=True))
@@ -111,67 +398,77 @@ class VectorizedEngine:
         for i, t in enumerate(tasks):
             sizes[i, :t.steps] = t.size
         full_size = tasks[0].views["x"].shape[1]
-        dev = has_buf.device
         # Which clients take a full / a partial batch at each step: index tensors built before the loop, so the
-        # step loop itself makes no host-to-device copies.
+        # step loop itself makes no host-to-device copies (sync_free: all of them in two copies).
+        fulls = [np.flatnonzero(sizes[:, s] == full_size) for s in range(sizes.shape[1])]
+        partials = [np.flatnonzero((sizes[:, s] > 0) & (sizes[:, s] < full_size)) for s in range(sizes.shape[1])]
+        actives = [np.concatenate([f, p]) for f, p in zip(fulls, partials)]
+        idxs = _on_device(actives, dev, speed.sync_free)
+        masks = _on_device(list(sizes.T > 0), dev, speed.sync_free)
         plan = []
-        for s in range(sizes.shape[1]):
-            full = np.flatnonzero(sizes[:, s] == full_size)
-            partial = np.flatnonzero((sizes[:, s] > 0) & (sizes[:, s] < full_size))
-            active = np.concatenate([full, partial])
+        for full, partial, active, idx, mask in zip(fulls, partials, actives, idxs, masks):
             whole = len(active) == n and (active == np.arange(n)).all()
-            plan.append((full, None if len(full) in (0, n) else torch.as_tensor(full, device=dev), partial,
-                         torch.as_tensor(active, device=dev), whole))
+            plan.append((full, None if len(full) in (0, n) else idx[:len(full)], partial, idx, whole,
+                         None if whole else mask))
         stats = None
-        for s, (full, full_idx, partial, idx, whole) in enumerate(plan):
+
+        def full_step(batch, active):
+            """Every client's step on its full batch, those not in `active` masked (cuda_graphs: shapes fixed)."""
+            g, a = grad_all(params, model_inputs(batch, mean, std))
+            flat.step(g, active=active, one_reduction=True)
+            stats.add_(torch.where(active[:, None], a, 0))
+
+        graph = CapturedStep(full_step) if speed.cuda_graphs and getattr(loss_fn, "graph_safe", False) else None
+        every = torch.ones(n, dtype=torch.bool, device=dev)
+        for s, (full, full_idx, partial, idx, whole, active) in enumerate(plan):
+            if graph is not None and stats is not None and len(partial) == 0:
+                graph(batch={k: v[:, s] for k, v in stacked.items()}, active=every if whole else active)
+                continue
             grads, aux = {}, []
             if len(full):
                 p_full = params if full_idx is None else {k: v[full_idx] for k, v in params.items()}
                 batch = {k: (v[:, s] if full_idx is None else v[full_idx, s]) for k, v in stacked.items()}
-                g, a = grad_all(p_full, model_inputs(batch, self.mean, self.std))
+                g, a = grad_all(p_full, model_inputs(batch, mean, std))
                 grads, aux = {k: [v] for k, v in g.items()}, [a]
             for c in partial:
-                inputs = model_inputs(tasks[c].batch(s, int(sizes[c, s])), self.mean, self.std)
+                inputs = model_inputs(tasks[c].batch(s, int(sizes[c, s])), mean, std)
                 g, a = grad_one({k: v[c] for k, v in params.items()}, inputs)
                 for k, v in g.items():
                     grads.setdefault(k, []).append(v[None])
                 aux.append(a[None])
             grads = {k: torch.cat(v) for k, v in grads.items()}
-            self._sgd(params, momentum, has_buf, grads, None if whole else idx, lr)
+            if speed.flat_sgd:
+                flat.step(grads, None if whole else idx, active, one_reduction=dev.type != "cpu")
+            else:
+                self._sgd(params, momentum, grads, None if whole else idx, lr)
             aux = torch.cat(aux)
             if stats is None:
                 stats = torch.zeros(n, aux.shape[1], device=dev)
             stats.index_add_(0, idx, aux)
+        if speed.flat_sgd:
+            momentum = flat.views(flat.m)
         return params, [{k: v[i].clone() for k, v in momentum.items()} for i in range(n)], stats.cpu()
 
-    def _sgd(self, params, momentum, has_buf, grads, idx, lr):
-        """torch.optim.SGD's update with clip_grad_norm_ first, for the clients in idx (None = all)."""
+    def _sgd(self, params, momentum, grads, idx, lr):
+        """sgd_update after clip_grad_norm_, tensor by tensor, for the clients in idx (None = all): Speed.flat_sgd off."""
         cfg = self.cfg
         take = (lambda t: t) if idx is None else (lambda t: t[idx])
         if cfg.clip_norm > 0:
-            norms = torch.sqrt(sum(g.pow(2).flatten(1).sum(1) for g in grads.values()))
-            coef = (cfg.clip_norm / (norms + 1e-6)).clamp(max=1.0)
+            coef = clip_coefficients(list(grads.values()), cfg.clip_norm, one_reduction=False)
             grads = {k: g * coef.view(-1, *[1] * (g.dim() - 1)) for k, g in grads.items()}
-        hb = take(has_buf)
         for k, g in grads.items():
-            p = take(params[k])
-            d = g + cfg.weight_decay * p if cfg.weight_decay else g
-            if cfg.momentum:
-                old = take(momentum[k])
-                buf = torch.where(hb.view(-1, *[1] * (d.dim() - 1)), cfg.momentum * old + d, d)
-                d = d + cfg.momentum * buf if cfg.nesterov else buf
-                if idx is None:
-                    momentum[k] = buf
-                else:
-                    momentum[k][idx] = buf
+            p, buf = sgd_update(take(params[k]), take(momentum[k]), g, lr, cfg)
             if idx is None:
-                params[k] = p - lr * d
+                params[k], momentum[k] = p, buf
             else:
-                params[k][idx] = p - lr * d
-        if idx is None:
-            has_buf.fill_(True)
-        else:
-            has_buf[idx] = True
+                params[k][idx], momentum[k][idx] = p, buf
+
+
+def _on_device(arrays: list[np.ndarray], dev, one_copy: bool) -> list[torch.Tensor]:
+    """The arrays (one dtype) as tensors on dev: in one host-to-device copy, or one copy each."""
+    if not one_copy:
+        return [torch.as_tensor(a, device=dev) for a in arrays]
+    return list(torch.as_tensor(np.concatenate(arrays), device=dev).split([len(a) for a in arrays]))
 
 
 def _stack_tasks(tasks: list[Task]) -> dict:
@@ -186,6 +483,7 @@ def _stack_tasks(tasks: list[Task]) -> dict:
     return {key: torch.stack([pad(t.views[key]) for t in tasks]) for key in tasks[0].views}
 
 
-def make_engine(cfg, mean, std, device_type: str):
+def make_engine(cfg, mean, std, device_type: str, speed: Speed | None = None):
+    """The client engine for this device; speed None: Speed.default(device_type)."""
     engine = VectorizedEngine if cfg.resolved_engine(device_type) == "vectorized" else SequentialEngine
-    return engine(cfg, mean, std)
+    return engine(cfg, mean, std, Speed.default(device_type) if speed is None else speed)

@@ -27,14 +27,27 @@ class StaticBatchNorm2d(nn.Module):
         self.register_buffer("mean", torch.zeros(channels))
         self.register_buffer("var", torch.ones(channels))
         self.record = None  # sbn.compute_statistics puts a list here to receive each batch's statistics
+        self.group = None   # ... and, for one forward of many batches, their size (sbn_one_pass)
 
     def forward(self, x):
         if not self.training:
             return F.batch_norm(x, self.mean, self.var, self.weight, self.bias, False, 0.0, self.eps)
         if self.record is not None:
             with torch.no_grad():
-                self.record.append((x.mean(dim=(0, 2, 3)), x.var(dim=(0, 2, 3), unbiased=True)))
+                if self.group:
+                    return self.grouped(x)
+                self.record.append((x.mean(dim=(0, 2, 3))[None], x.var(dim=(0, 2, 3), unbiased=True)[None]))
         return F.batch_norm(x, None, None, self.weight, self.bias, True, 0.0, self.eps)
+
+    def grouped(self, x):
+        """Training mode for a batch of consecutive groups of `group` images: each group normalised by its own
+        statistics (what one forward per group computes), each group's mean and unbiased variance recorded."""
+        g = x.unflatten(0, (-1, self.group))                                   # (G, group, C, H, W)
+        var, mean = torch.var_mean(g, dim=(1, 3, 4), correction=0, keepdim=True)
+        n = g[0, :, 0].numel()                                                  # values per channel in a group
+        self.record.append((mean.flatten(1), var.flatten(1) * (n / (n - 1))))
+        scale = torch.rsqrt(var + self.eps) * self.weight.view(-1, 1, 1)
+        return ((g - mean) * scale + self.bias.view(-1, 1, 1)).flatten(0, 1)
 
 
 def make_norm(kind: str):

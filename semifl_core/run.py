@@ -20,7 +20,7 @@ import torch
 from . import __version__, results, sbn
 from .config import Config, ConfigError, check_device
 from .data import Dataset, load
-from .engine import SequentialEngine, cosine_lr, make_engine
+from .engine import SequentialEngine, Speed, cosine_lr, make_engine
 from .models import folded, load_weights, make_model, predict
 from .partition import make_split
 from .rounds import Round, RoundRecord
@@ -69,11 +69,15 @@ class State:
 
 class Experiment:
     """A run's fixed parts (config, data on the device, split, engines, its method's round), its measurements
-    (sBN statistics, test accuracy) and its per-round step."""
+    (sBN statistics, test accuracy) and its per-round step. `speed`: how it runs (engine.Speed; None: the device's
+    default), never what it computes."""
 
-    def __init__(self, cfg: Config, data: Dataset, device: torch.device):
+    def __init__(self, cfg: Config, data: Dataset, device: torch.device, speed: Speed | None = None):
         self.cfg, self.data, self.device = cfg, data, device
+        self.speed = (Speed.default(device) if speed is None else speed).check(device)
         self.mean, self.std = data.mean, data.std
+        if self.speed.sync_free:   # on the device once, not copied there by every normalisation
+            self.mean, self.std = (torch.as_tensor(v, dtype=torch.float32, device=device) for v in (self.mean, self.std))
         self.method_round = cfg.method.round_function()
         labels = data.y_train.cpu().numpy()
         server, clients, labeled = make_split(cfg, labels)
@@ -83,8 +87,8 @@ class Experiment:
         self.client_idx = [torch.as_tensor(c, device=device) for c in clients]
         self.labeled_idx = [torch.as_tensor(c, device=device) for c in labeled]   # labels at the clients
         self.sbn_idx = torch.as_tensor(sbn.source_indices(cfg, server, clients), device=device)
-        self.engine = make_engine(cfg, self.mean, self.std, device.type)
-        self.server_engine = SequentialEngine(cfg, self.mean, self.std)
+        self.engine = make_engine(cfg, self.mean, self.std, device.type, self.speed)
+        self.server_engine = SequentialEngine(cfg, self.mean, self.std, self.speed)
         # diagnostics: client models get sBN statistics from at most 2500 images of the sBN source (a fixed draw)
         keep = torch.randperm(len(self.sbn_idx), generator=torch.Generator().manual_seed(cfg.seed))[:2500]
         self.diag_sbn_idx = self.sbn_idx[keep.to(device)]
@@ -100,7 +104,7 @@ class Experiment:
     # ------------------------------------------------------------------ pieces of a round
     def refresh_sbn(self, model, idx=None):
         idx = self.sbn_idx if idx is None else idx
-        sbn.compute_statistics(model, self.data.x_train[idx], self.mean, self.std)
+        sbn.compute_statistics(model, self.data.x_train[idx], self.mean, self.std, one_pass=self.speed.sbn_one_pass)
 
     def evaluate(self, model, per_class: dict | None = None, prefix: str = "") -> float:
         """Test accuracy (%); with per_class, also adds each class's accuracy as per_class[f"{prefix}acc_c{k}"]."""
@@ -165,11 +169,15 @@ def get_data(name: str, data_root, device) -> Dataset:
 
 
 def run(cfg: Config, results_dir="results", device="auto", data_root=None, progress=True,
-        checkpoint_every: int = 10, data: Dataset | None = None) -> dict:
+        checkpoint_every: int = 10, data: Dataset | None = None, speed: Speed | None = None) -> dict:
     """Run cfg to the end, or reuse its complete results, or resume it from its last checkpoint.
     While it trains, the run directory is held by this process (results.hold): a second process on the same run
-    waits for it, then reuses the result. Returns the run's summary (with "path")."""
+    waits for it, then reuses the result. `speed`: engine.Speed (None: the device's default; bf16 is refused, it
+    changes results that the store keys by cfg alone). Returns the run's summary (with "path")."""
     cfg = cfg.validate()
+    if speed is not None and speed.bf16:
+        raise ConfigError("bf16=True: changes results, which the results store keys by the config alone; allowed in "
+                          "a run: False (bf16 is for `semifl bench`)")
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
         raise ConfigError(f"checkpoint_every={checkpoint_every!r}: must be an integer >= 1 (rounds between "
                           "checkpoints)")
@@ -180,14 +188,15 @@ def run(cfg: Config, results_dir="results", device="auto", data_root=None, progr
             info = results.open_run(results_dir, cfg)   # again: another process may have finished it meanwhile
             if info.state != "complete":
                 return _train(cfg, info.path, device, data if data is not None else
-                              get_data(cfg.dataset, data_root, device), progress, checkpoint_every)
+                              get_data(cfg.dataset, data_root, device), progress, checkpoint_every, speed)
     # possibly trained by the other engine: equal up to float rounding (engine.py)
     ran = info.summary.get("engine") or (info.config or {}).get("config", {}).get("engine")
     return {**info.summary, "engine": ran, "path": str(info.path), "reused": True}
 
 
-def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, checkpoint_every: int) -> dict:
-    exp = Experiment(cfg, data, device)
+def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, checkpoint_every: int,
+           speed: Speed | None = None) -> dict:
+    exp = Experiment(cfg, data, device, speed)
     st = exp.new_state()
     ckpt = path / "checkpoint.pt"
     saved = None   # the round of the checkpoint on disk

@@ -20,8 +20,14 @@ The design, in the order a sweep goes:
   resumes the run from its checkpoint. Two sweeps over one grid thus share it out, and no run is trained twice (the
   flock, and run.run's second look at the store once it holds the directory).
 * Resources: one CPU a task; on a CPU, torch uses one thread in it (two 1-thread processes beat one 2-thread process,
-  BENCHMARKS.md). Where the Ray cluster has GPUs, `num_gpus` a task (default 1; a fraction such as 0.5 puts two runs
-  on one GPU); Ray makes the task's GPU its only visible one. Without GPUs the tasks train on the CPU.
+  BENCHMARKS.md). Where the Ray cluster has GPUs, `num_gpus` a task (default 1/K for K = `runs_per_gpu`, the runs a
+  GPU trains at once, as run_all's; so 1 by default, and a fraction such as 0.5 puts two runs on one GPU); Ray makes
+  the task's GPU its only visible one. Without GPUs the tasks train on the CPU. K runs' memory is checked against this
+  machine's GPU where it has one (the usual head node of a one-machine cluster); Ray knows no GPU's memory.
+* Stopping: Ctrl-C or SIGTERM stops a sweep as run_all's processes stop: no run starts any more, each running one
+  finishes its round and writes its checkpoint (ray.cancel raises KeyboardInterrupt in the task through the SIGINT
+  handler that run.run installs for its rounds), the driver waits STOP_WAIT_S at most for them, then raises
+  KeyboardInterrupt with one line saying what is left. Sweeping again resumes.
 * Ray itself is imported only inside these functions (the default install has no ray). A sweep uses the Ray instance
   this process is connected to, else calls ray.init(address): None follows Ray's rule (RAY_ADDRESS, else a cluster
   that `ray start` began on this machine, else a new local instance); "ray://HOST:10001" or "HOST:6379" names a
@@ -46,6 +52,7 @@ from pathlib import Path
 
 from . import results
 from .config import Config, ConfigError, check_device
+from .workers import STOP_WAIT_S, runs_per_gpu as check_runs_per_gpu, sigterm_interrupts, stopped_line
 
 NEEDS_RAY = "sweep needs the [distributed] extra: pip install -e '.[distributed]'"
 DONE, HELD, FAILED = "done", "held", "failed"
@@ -93,19 +100,22 @@ def require_ray():
 
 
 def sweep(configs, results_dir="results", *, names=None, address=None, num_gpus=None, device="auto", data_root=None,
-          progress=True, checkpoint_every=10, init=None) -> SweepResult:
+          progress=True, checkpoint_every=10, init=None, runs_per_gpu=None) -> SweepResult:
     """Train every config in `configs` (a sequence of Config) to the end on Ray, one task a run; complete runs are
     reused without Ray. `names`: how messages call each run (default: its directory's name). `address`: the Ray
-    cluster (None: Ray's rule, see the module docstring). `num_gpus`: GPUs a run (None: 1 where the cluster has a GPU
-    and device is not "cpu", else 0; a fraction below 1 shares a GPU). `device`: auto, cpu or cuda (a task's cuda is
-    the GPU Ray gives it). `init`: more keyword arguments for ray.init, used only if this sweep starts Ray.
-    Returns a SweepResult (failed runs in .failures; .check() raises SweepError for them)."""
+    cluster (None: Ray's rule, see the module docstring). `num_gpus`: GPUs a run (None: 1/runs_per_gpu where the
+    cluster has a GPU and device is not "cpu", else 0; a fraction below 1 shares a GPU). `runs_per_gpu` (K): runs a
+    GPU trains at once (default $SEMIFL_RUNS_PER_GPU, else workers.RUNS_PER_GPU). `device`: auto, cpu or cuda (a
+    task's cuda is the GPU Ray gives it). `init`: more keyword arguments for ray.init, used only if this sweep starts
+    Ray. Returns a SweepResult (failed runs in .failures; .check() raises SweepError for them). Ctrl-C or SIGTERM:
+    the running runs finish their round and checkpoint, then KeyboardInterrupt with one line (module docstring)."""
     configs = [c.validate() if isinstance(c, Config) else _not_a_config(c) for c in configs]
     names = [results.run_dir("", c).name for c in configs] if names is None else [str(n) for n in names]
     if len(names) != len(configs):
         raise ConfigError(f"names: {len(names)} given for {len(configs)} configs")
     device = check_device(device)
     _check_gpus(num_gpus, device)
+    k = _check_runs_per_gpu(runs_per_gpu, num_gpus, device, configs)
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
         raise ConfigError(f"checkpoint_every={checkpoint_every!r}: must be an integer >= 1 (rounds between "
                           "checkpoints)")
@@ -125,11 +135,12 @@ def sweep(configs, results_dir="results", *, names=None, address=None, num_gpus=
             todo.append(i)
     if todo:
         ray = _connect(address, init)
-        gpus = _gpus_per_run(ray, num_gpus, device)
+        gpus = _gpus_per_run(ray, num_gpus, device, k)
         remote = ray.remote(_task).options(num_cpus=1, num_gpus=gpus, max_retries=1)   # retried once if its worker dies
         args = dict(results_dir=str(results_dir), device="cpu" if gpus == 0 else "cuda",   # cuda: the task's own GPU
                     data_root=data_root, checkpoint_every=checkpoint_every, threads=1 if gpus == 0 else None)
-        _drive(ray, remote, args, configs, todo, out, progress)
+        with sigterm_interrupts():   # SIGTERM stops the sweep as Ctrl-C does (ray.init's own handler would exit)
+            _drive(ray, remote, args, configs, todo, out, progress)
     for i, cfg in enumerate(configs):   # a run named twice: the copy reuses the first one's result
         j = first.get(results.run_dir(results_dir, cfg), i)
         if j != i and out.summaries[i] is None:
@@ -158,6 +169,22 @@ def _check_gpus(num_gpus, device: str) -> None:
         raise ConfigError(f"GPUs per run {num_gpus!r} with device cpu: give one (device auto uses the GPU)")
     if num_gpus == 0 and device.startswith("cuda"):
         raise ConfigError(f"device {device!r} with 0 GPUs per run: a task must reserve its GPU (--gpus-per-run)")
+
+
+def _check_runs_per_gpu(runs_per_gpu, num_gpus, device: str, configs) -> int:
+    """K (workers.runs_per_gpu), and that it agrees with num_gpus and the device; K runs' memory is checked against
+    this machine's GPU where it has one."""
+    k = check_runs_per_gpu(runs_per_gpu)
+    if k > 1 and device == "cpu":
+        raise ConfigError(f"runs_per_gpu={k} with device cpu: runs share a GPU; leave it at 1 on a CPU")
+    if k > 1 and num_gpus is not None and abs(num_gpus - 1 / k) > 1e-9:
+        raise ConfigError(f"GPUs per run {num_gpus!r} and runs_per_gpu={k} disagree ({k} runs a GPU is "
+                          f"{1 / k:.4g} GPUs a run): give one")
+    if k > 1:
+        import torch
+        if torch.cuda.is_available():
+            check_runs_per_gpu(k, torch.device(device if device.startswith("cuda") else "cuda"), configs)
+    return k
 
 
 def _connect(address, init):
@@ -205,10 +232,13 @@ def _answers(address) -> None:
                           "head (`ray start --head`) or give its address") from None
 
 
-def _gpus_per_run(ray, num_gpus, device: str) -> float:
+def _gpus_per_run(ray, num_gpus, device: str, k: int = 1) -> float:
     have = ray.cluster_resources().get("GPU", 0)
+    if num_gpus is None and k > 1 and have == 0:
+        raise ConfigError(f"runs_per_gpu={k}: the Ray cluster has no GPU (its resources: "
+                          f"{int(ray.cluster_resources().get('CPU', 0))} CPUs); leave it at 1")
     if num_gpus is None:
-        return 1 if have > 0 and device != "cpu" else 0
+        return 1 / k if have > 0 and device != "cpu" else 0
     if num_gpus > 0 and have == 0:
         raise ConfigError(f"GPUs per run {num_gpus!r}: the Ray cluster has no GPU (its resources: "
                           f"{int(ray.cluster_resources().get('CPU', 0))} CPUs); use 0")
@@ -288,7 +318,15 @@ def _drive(ray, remote, args: dict, configs, todo: list, out: SweepResult, progr
                                 queued=len(pending) - running, waiting=len(deferred) + len(waiting),
                                 failed=len(out.failures), refresh=False)
                 bar.update(finished) if finished else bar.refresh()
-    except BaseException:   # Ctrl-C in the driver: stop the tasks (a run checkpoints after its round) and go
+    except KeyboardInterrupt:   # Ctrl-C or SIGTERM: each running run finishes its round and checkpoints, none starts
+        refs = [*pending, *waiting]
+        for ref in refs:
+            ray.cancel(ref)   # queued: dropped; running: KeyboardInterrupt in the task, i.e. run.run's SIGINT handler
+        _, busy = ray.wait(refs, num_returns=len(refs), timeout=STOP_WAIT_S) if refs else ([], [])
+        unfinished = [configs[i] for i in [*pending.values(), *waiting.values(), *deferred]]
+        bar.close()
+        raise KeyboardInterrupt(stopped_line(args["results_dir"], unfinished, len(busy))) from None
+    except BaseException:   # the driver failed: stop the tasks (a run checkpoints after its round) and go
         for ref in [*pending, *waiting]:
             ray.cancel(ref)
         raise

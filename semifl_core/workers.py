@@ -16,6 +16,12 @@ import sys
 import time
 from contextlib import contextmanager
 
+# K, the runs that run_all and sweeps train at once on one GPU, one process each (issue 42, item 6). On a CPU it is 1
+# (there run_all trains one run per core, each with one thread). The GPU default waits for the measurement: it stays 1
+# until the GPU bench (make bench-gpu, BENCHMARKS.md) has measured a grid's runs per hour at K = 1, 2, 4, 8.
+RUNS_PER_GPU = {"cpu": 1, "cuda": 1}
+CUDA_CONTEXT_BYTES = 768 * 2 ** 20   # one process's CUDA context with cuBLAS and cuDNN loaded (assumed, see run_memory)
+GPU_MEMORY_SHARE = 0.9               # K runs' estimated peaks must fit in this share of the GPU's memory
 ORPHAN_GRACE_S = 5   # a worker whose parent died has this long to finish its round and checkpoint, then is killed
 STOP_WAIT_S = 120    # run_all, stopped, waits this long at most for its workers to finish their round
 _parent = None       # in a run_all worker: the pid of the process that started it (None elsewhere)
@@ -23,7 +29,7 @@ _busy = False        # in a worker: a run is in train
 _stopped = False     # in a worker: a stop (SIGTERM/SIGINT) came; it starts no other run
 
 
-def init(parent=None):
+def init(parent=None, gpus=None, slots=None):
     """A run_all worker: one torch thread; a stop (SIGTERM/SIGINT) ends its run as it ends one run (after the round,
     with a checkpoint; outside the rounds see _on_stop) and it starts no other run; it dies with `parent`, the
     process that started it, however that one ends (SIGKILL included).
@@ -33,10 +39,15 @@ def init(parent=None):
     round can take 20 s on a CPU, and an orphan is a process nobody sees, holding its run's lock; smoke and GPU
     rounds fit in the grace. On Linux the kernel sends that SIGTERM (PR_SET_PDEATHSIG, which fires when the parent's
     thread that started the worker ends: run_all's, as the pool starts its workers in submit); everywhere, a thread
-    watching os.getppid() sends it too and ends the worker after the grace."""
+    watching os.getppid() sends it too and ends the worker after the grace. `gpus` (CUDA device ids) and `slots` (a
+    shared counter): run_all's workers on several GPUs, the i-th started sees only gpus[i % len(gpus)]."""
     global _parent
     import threading
 
+    if gpus:   # run_all spreads its workers over several GPUs: this one sees only its own (before CUDA starts)
+        with slots.get_lock():
+            slot, slots.value = slots.value, slots.value + 1
+        os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus[slot % len(gpus)])
     import torch
     torch.set_num_threads(1)   # two 1-thread processes beat one 2-thread process on a CPU (BENCHMARKS.md)
     if parent is None:
@@ -69,7 +80,7 @@ def _on_stop(signum, frame):
     global _stopped
     _stopped = True
     if _busy:
-        from ..run import finish
+        from .run import finish
         while frame is not None and frame.f_code is not finish.__code__:
             frame = frame.f_back
         if frame is None:
@@ -120,7 +131,6 @@ def stop(pool, futures, unfinished, results_dir) -> str:
     """Stop run_all's pool as one run stops: no run starts any more, each running one finishes its round and writes
     its checkpoint (SIGTERM to every worker, see init); wait STOP_WAIT_S at most for the workers to exit.
     Returns the line that says what is left (of the `unfinished` configs) and how to resume."""
-    from .results import open_run
     workers = list(pool._processes.values())   # private, but the pool's only handle on its processes
     for f in futures:
         f.cancel()
@@ -131,8 +141,93 @@ def stop(pool, futures, unfinished, results_dir) -> str:
     deadline = time.monotonic() + STOP_WAIT_S
     for w in workers:
         w.join(max(0.0, deadline - time.monotonic()))
+    return stopped_line(results_dir, unfinished, sum(w.is_alive() for w in workers))
+
+
+def stopped_line(results_dir, unfinished, busy: int = 0) -> str:
+    """What a stopped sweep leaves, in one line: of the `unfinished` configs, the runs checkpointed and those not
+    started; `busy` workers still finishing their round."""
+    from .results import open_run
     left = [info.path for info in (open_run(results_dir, cfg) for cfg in unfinished) if info.state != "complete"]
-    saved, busy = sum((p / "checkpoint.pt").exists() for p in left), sum(w.is_alive() for w in workers)
+    saved = sum((p / "checkpoint.pt").exists() for p in left)
     return (f"stopped: {saved} runs unfinished (checkpointed), {len(left) - saved} not started"
             + (f", {busy} workers still finishing their round" if busy else "")
             + "; run the same cell/command again to resume")
+
+
+# ---------------------------------------------------------------------- several runs on one GPU
+def runs_per_gpu(value, device=None, configs=()) -> int:
+    """K, the runs trained at once on one GPU: `value`, else $SEMIFL_RUNS_PER_GPU, else RUNS_PER_GPU for the device
+    (a torch.device; None: where it trains is not known here, a Ray cluster's GPUs). ConfigError, one line, for
+    K < 1, for K > 1 on a device that is not a GPU, and for K runs of `configs` whose estimated peaks (run_memory)
+    overfill GPU_MEMORY_SHARE of the device's memory."""
+    from .config import ConfigError
+    name = "runs_per_gpu"
+    if value is None and os.environ.get("SEMIFL_RUNS_PER_GPU", "").strip():
+        name, value = "SEMIFL_RUNS_PER_GPU", os.environ["SEMIFL_RUNS_PER_GPU"].strip()
+        value = int(value) if value.lstrip("-").isdigit() else value
+    if value is None:
+        return RUNS_PER_GPU["cuda" if device is None else device.type]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{name}={value!r}: must be an integer >= 1 (the runs trained at once on one GPU)")
+    if device is None:
+        return value
+    if value > 1 and device.type != "cuda":
+        import torch
+        raise ConfigError(f"{name}={value}: runs share a GPU, and " + ("device is cpu" if torch.cuda.is_available()
+                          else "this machine has no CUDA GPU") + "; on a CPU run_all trains one run per core (one "
+                          "thread each): leave it at 1")
+    if value > 1 and configs:
+        import torch
+        from .config import _size
+        need, cfg = max(((run_memory(c), c) for c in set(configs)), key=lambda x: x[0])
+        props = torch.cuda.get_device_properties(device)
+        if value * need > GPU_MEMORY_SHARE * props.total_memory:
+            raise ConfigError(
+                f"{name}={value}: {value} runs of about {_size(need)} each (estimated for {cfg.model} on "
+                f"{cfg.dataset}, {cfg.num_active} clients x batch {cfg.client_batch}) need {_size(value * need)}, "
+                f"more than "
+                f"{GPU_MEMORY_SHARE:.0%} of the {_size(props.total_memory)} of the {props.name}: at most "
+                f"{max(1, int(GPU_MEMORY_SHARE * props.total_memory // need))} here")
+    return value
+
+
+def run_memory(cfg) -> int:
+    """Estimated peak GPU memory of one run of cfg, in bytes, from the model's size and the batch (not measured: the
+    GPU bench prints measured peaks beside it). The sum of: a CUDA context (CUDA_CONTEXT_BYTES); the dataset on the
+    device and a round's augmented uint8 views (3 per step: strong, weak, mix); every active client's weights,
+    gradients, momentum and updated weights (vectorized engine) and the server's; the activations autograd keeps for
+    one step of all active clients (fix and mix batch), counted per image with saved_tensors_hooks on a CPU forward;
+    an evaluation batch of 1000 without autograd (3 of the largest layer output per image); times 1.3 for the caching
+    allocator's slack."""
+    import torch
+    from .config import IMAGE_BYTES, IMAGE_SHAPE, TRAIN_SIZE
+    from .models import make_model
+    model = make_model(cfg, IMAGE_SHAPE[cfg.dataset][0]).train()
+    saved, largest = [0], [0]
+
+    def pack(t):
+        saved[0] += t.numel() * t.element_size()
+        return t
+
+    def widest(module, inputs, out):
+        if isinstance(out, torch.Tensor):
+            largest[0] = max(largest[0], out[0].numel() * out.element_size())
+    hooks = [m.register_forward_hook(widest) for m in model.modules()]
+    per_batch = []
+    for n in (1, 3):   # the difference leaves out what a forward saves once (the weights)
+        saved[0] = 0
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model(torch.randn(n, *IMAGE_SHAPE[cfg.dataset]))
+        per_batch.append(saved[0])
+    for h in hooks:
+        h.remove()
+    per_image = (per_batch[1] - per_batch[0]) / 2
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    share = TRAIN_SIZE[cfg.dataset] / cfg.num_clients
+    steps = cfg.local_epochs * share / cfg.client_batch + 1
+    data = (TRAIN_SIZE[cfg.dataset] + 10000) * IMAGE_BYTES[cfg.dataset]
+    views = 3 * cfg.num_active * steps * cfg.client_batch * IMAGE_BYTES[cfg.dataset]
+    weights = (4 * cfg.num_active + 8) * params
+    active = 2 * cfg.num_active * cfg.client_batch * per_image + 3 * 1000 * largest[0]
+    return int(CUDA_CONTEXT_BYTES + 1.3 * (data + views + weights + active))

@@ -1,5 +1,6 @@
 """The benchmark times the same work for both engines: the same rounds with the same client samples."""
 import numpy as np
+import pytest
 
 from semifl_core.bench import bench
 from semifl_core.config import profile
@@ -14,3 +15,97 @@ def test_bench_times_both_engines_on_identical_rounds(capsys):
     assert np.all(vec.client_img_per_s > 0) and np.all((df.outside_model_share >= 0) & (df.outside_model_share < 1))
     out = capsys.readouterr().out
     assert "vectorized vs sequential" in out and "1 untimed warm-up rounds" in out
+
+
+# ---------------------------------------------------------------------- `python -m semifl_core.bench gpu` (issue 42)
+def test_gpu_profile_counts_ops_and_syncs_per_engine_and_prints_every_column():
+    import torch
+
+    from semifl_core.bench import gpu_profile, markdown
+    from semifl_core.bench import speed_variants
+    cfg = profile("smoke")
+    names = [n for n, _ in speed_variants(torch.device("cpu"))]
+    keep = [n for n in names if n in ("today", "baseline", "default") or "cuda_graphs" in n]
+    rows = gpu_profile(cfg, "cpu", engines=("sequential", "vectorized"), variants=keep, client_epochs=0.5)
+    assert [(r["engine"], r["speed"]) for r in rows] == [(e, n) for e in ("sequential", "vectorized") for n in keep]
+    for r in rows:
+        if "cuda_graphs" in r["speed"]:   # a switch this CPU cannot run: a row that says why, nothing measured
+            assert r["note"].startswith("not run: cuda_graphs=True: needs a CUDA device") and "round_s" not in r
+            continue
+        assert r["threshold"] == 0.0 and r["label_ratio"] == 1.0 and r["client_samples"] > 0   # tau 0: all pass
+        raw = r["profiled"]   # the profiled short client training: whole counts of ops and of client steps
+        assert all(isinstance(v, int) and v > 0 for v in raw.values()), raw
+        assert r["aten_ops_per_client_step"] > 0 and isinstance(r["syncs_per_round"], int) and r["syncs_per_round"] > 0
+        assert r["client_img_s"] > 0 and 0 < r["peak_fraction"] < 1
+        # E=0.5 measured, projected to the profile's 1: client training and augmentation count twice
+        assert r["projected_round_s"] == pytest.approx(r["round_s"] + r["clients_s"] + r["augment_s"])
+        assert r["round_s"] >= r["clients_s"] + (r["sbn_s"] or 0) + (r["eval_s"] or 0)
+    table = markdown(rows, torch.device("cpu")).splitlines()
+    header = [h.strip() for h in table[0].strip("|").split("|")]
+    for column in ("engine", "speed", "round s", "client img/s", "of FP32 peak", "aten ops / client step (CPU: no "
+                   "kernels)", "sBN s", "pseudo-label s", "clients s", "server s", "eval s",
+                   "projected (label ratio 1)"):
+        assert column in header
+    assert any(h.startswith("host syncs / round") for h in header)
+    assert len(table) == 2 + len(rows) and all(line.count("|") == len(header) + 1 for line in table)
+
+
+def test_gpu_profile_past_its_deadline_measures_nothing_and_says_so():
+    import time
+
+    from semifl_core.bench import gpu_profile
+    rows = gpu_profile(profile("smoke"), "cpu", engines=("vectorized",), deadline=time.monotonic())
+    assert rows and all(r["note"].startswith("skipped: not enough time") and "round_s" not in r for r in rows)
+
+
+def test_host_syncs_counts_the_host_reads_and_puts_tensor_back_as_it_was():
+    import torch
+
+    from semifl_core.bench import host_syncs
+    before = {name: torch.Tensor.__dict__.get(name) for name in ("item", "cpu", "tolist", "numpy")}
+    t = torch.arange(3.0)
+    with host_syncs(torch.device("cpu")) as n:
+        t.sum().item(), t.cpu(), t.tolist(), t.numpy(), t + 1
+    assert n[0] == 4
+    assert {name: torch.Tensor.__dict__.get(name) for name in before} == before
+    assert t.sum().item() == 3.0
+
+
+def test_the_peak_table_knows_the_hopper_boards_by_their_names(monkeypatch):
+    import torch
+
+    from semifl_core import bench
+    for name, tflops in (("NVIDIA H100 80GB HBM3", 67), ("NVIDIA H100 PCIe", 51.2), ("NVIDIA H200", 67),
+                         ("NVIDIA H200 NVL", 60)):
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda device, n=name: n)
+        peak, note = bench.peak_flops(torch.device("cuda"))
+        assert peak == tflops * 1e12 and "datasheet" in note, name
+
+
+def test_the_device_script_in_smoke_mode_prints_one_table_and_goes_on_without_fashion_mnist(tmp_path):
+    """scripts/bench_gpu.py --smoke, with Fashion-MNIST hidden (as on a device machine it was not carried to): it says
+    so in one line, skips that part, times the CNN part on random images of its shape, and prints one table with
+    every part and the K-runs rows; $OUT gets the same table."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[1]
+    hide = ("import pathlib, runpy, sys; import semifl_core.data as d; "
+            "d.DEBIAN_FASHION_MNIST = pathlib.Path(sys.argv[1]); sys.argv = [sys.argv[2], *sys.argv[3:]]; "
+            "runpy.run_path(sys.argv[0], run_name='__main__')")
+    out = subprocess.run([sys.executable, "-c", hide, str(tmp_path / "none"), str(repo / "scripts" / "bench_gpu.py"),
+                          "--smoke", "--device", "cpu", "--data-root", str(tmp_path / "none"), "--out",
+                          str(tmp_path / "out")], capture_output=True, text=True, timeout=600,
+                         env={**os.environ, "PYTHONPATH": str(repo), "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    lines = out.stdout.strip().splitlines()
+    table = [line for line in lines if line.startswith("|")]
+    assert table and lines.index(table[0]) + len(table) == len(lines)   # one table, printed last
+    assert (tmp_path / "out" / "bench_gpu.md").read_text().strip().endswith("\n".join(table))
+    assert sum("Fashion-MNIST NOT FOUND" in line for line in out.stderr.splitlines()) == 1
+    body = "\n".join(table)
+    assert "skipped: Fashion-MNIST not found" in body and "random images of its shape" in body
+    assert "smoke: smoke profile, random images" in body
+    k_rows = [line for line in table if "K at once: smoke runs" in line]
+    assert len(k_rows) == 2 and "K=1" in k_rows[0] and "K=2" in k_rows[1] and "runs/h" in k_rows[1]

@@ -91,9 +91,8 @@ def test_sgd_step_matches_hand_computation():
     eng = VectorizedEngine(cfg, (0.0,), (1.0,))
     p = {"w": torch.tensor([[1.0, 2.0]])}
     buf = {"w": torch.tensor([[0.5, 0.5]])}
-    has = torch.tensor([True])
     g = {"w": torch.tensor([[3.0, 4.0]])}          # norm 5 -> clipped to norm 1: [0.6, 0.8]
-    eng._sgd(p, buf, has, g, None, lr=0.1)
+    eng._sgd(p, buf, g, None, lr=0.1)
     gc = torch.tensor([0.6, 0.8]) * (1.0 / (5.0 + 1e-6)) * 5.0
     d = gc + 0.1 * torch.tensor([1.0, 2.0])
     new_buf = 0.9 * torch.tensor([0.5, 0.5]) + d

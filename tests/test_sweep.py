@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 
 from semifl_core import results
 from semifl_core.cli import GRID_NAMES, main as cli_main
@@ -29,7 +30,8 @@ REPO = Path(__file__).resolve().parents[1]
 RUNS = [dict(seed=0), dict(seed=1), dict(seed=0, algorithm="partially-supervised"),
         dict(seed=2, partition="non-iid-l-2")]
 CONFIGS = [profile("smoke", rounds=3, **kw) for kw in RUNS]
-ENV = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}, "PYTHONPATH": str(REPO),
+ENV = {**{k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"},
+       "PYTHONPATH": os.pathsep.join([str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]),
        "OMP_NUM_THREADS": "1", "SEMIFL_OFFLINE": "1"}
 
 
@@ -156,6 +158,20 @@ if a.get("ready"):   # join Ray first, then wait for the other sweep, so that bo
 out = sweep([profile("smoke", rounds=3, **kw) for kw in a["runs"]], a["results"], address=a["address"],
             progress=False, checkpoint_every=a.get("checkpoint_every", 10))
 pathlib.Path(a["out"]).write_text(json.dumps({"summaries": out.summaries, "failures": out.failures}))
+"""
+
+
+STOPPED = """
+import json, sys
+from semifl_core.config import profile
+from semifl_core.sweep import sweep
+a = json.loads(sys.argv[1])
+try:
+    sweep([profile("smoke", **kw) for kw in a["runs"]], a["results"], address=a["address"], progress=False,
+          checkpoint_every=10 ** 6)
+except KeyboardInterrupt as err:
+    print(err, flush=True)
+    sys.exit(130)
 """
 
 
@@ -337,3 +353,38 @@ class TestOnRay:
         assert "semifl: sweep: 1 of 2 runs failed:\n  diverges: TrainingError: round 1: server loss is nan" in err
         with pytest.raises(SweepError, match=r"1 of 2 runs failed: diverges: TrainingError: round 1"):
             out.check()
+
+    def test_sigterm_stops_a_sweep_as_a_process_sweep_stops(self, local_ray, tmp_path):
+        # each running run finishes its round and writes its checkpoint (none is due: checkpoint_every is huge), the
+        # driver waits for them and says in one line what is left; before, the runs died mid-round with the driver
+        from semifl_core.run import checkpoint_mismatch
+        store, runs = tmp_path / "results", [dict(seed=0, rounds=10 ** 4), dict(seed=1, rounds=10 ** 4)]
+        cfgs = [profile("smoke", **kw) for kw in runs]
+        paths = [results.run_dir(store, c) for c in cfgs]
+        driver = subprocess.Popen([sys.executable, "-c", STOPPED, json.dumps(dict(runs=runs, results=str(store),
+                                   address=_address(local_ray)))], env=ENV, cwd=tmp_path, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _wait_for(lambda: all((p / "config.json").exists() for p in paths) or driver.poll() is not None,
+                      "both runs to start their rounds")   # run.run writes config.json just before its first round
+            time.sleep(2)   # some rounds into the runs
+            driver.send_signal(signal.SIGTERM)
+            out, err = driver.communicate(timeout=300)
+        finally:
+            if driver.poll() is None:
+                os.killpg(driver.pid, signal.SIGKILL)
+        assert driver.returncode == 130, err[-3000:]
+        assert out.splitlines() == ["stopped: 2 runs unfinished (checkpointed), 0 not started; run the same "
+                                    "cell/command again to resume"]
+        for cfg, path in zip(cfgs, paths):
+            ck = torch.load(path / "checkpoint.pt", weights_only=False)
+            assert checkpoint_mismatch(ck, cfg) == "" and 1 <= ck["round"] < cfg.rounds
+            assert not results.held_by(path)   # the tasks have ended: nothing trains on
+
+    def test_semifl_sweep_refuses_runs_per_gpu_below_one_in_one_line(self, tmp_path):
+        pytest.importorskip("ray")   # the command asks for ray first
+        out = subprocess.run([sys.executable, "-m", "semifl_core.cli", "sweep", "table3", "--profile", "smoke",
+                              "--runs-per-gpu", "0", "--results-dir", str(tmp_path)], env=ENV, capture_output=True,
+                             text=True, timeout=120)
+        assert out.returncode == 2 and out.stderr == ("semifl: runs_per_gpu=0: must be an integer >= 1 (the runs "
+                                                      "trained at once on one GPU)\n")

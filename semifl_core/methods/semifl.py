@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import augment
+from ..engine import graph_safe
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
@@ -24,11 +25,13 @@ from . import pseudo_labels
 
 
 # ---------------------------------------------------------------------- losses of one local step
+@graph_safe
 def supervised_loss(f, b):
     """Eq. (1): CE(f(alpha(x)), y) on a weakly augmented labeled batch."""
     return F.cross_entropy(f(b["x"]), b["y"]), b["x"].new_zeros(0)
 
 
+@graph_safe
 def client_loss(f, b):
     """Eq. (5), (6) with lambda = 1: L_fix = CE(f(A(x_fix)), y_fix) on the strong view; with a mix batch also
     L_mix = lam CE(f(x_mix), y_fix) + (1 - lam) CE(f(x_mix), y_mix), x_mix = lam alpha(x_fix) + (1 - lam) alpha(x_b^mix).
@@ -43,12 +46,13 @@ def client_loss(f, b):
 def fixmatch_loss(threshold: float):
     """Table 2, no global pseudo-labels: mean_i 1[max p_i >= tau] CE(f(A(x_i)), argmax p_i), p = softmax(f(alpha(x_i)))
     of the model being trained. aux: (seen, right, >= tau, right and >= tau); b["y"]: true labels, for aux only."""
+    @graph_safe
     def loss_fn(f, b):
         conf, pseudo = torch.softmax(f(b["x_weak"]).detach(), dim=1).max(dim=1)
         mask = (conf >= threshold).float()
         loss = (F.cross_entropy(f(b["x"]), pseudo, reduction="none") * mask).mean()
         right = (pseudo == b["y"]).float()
-        n = torch.tensor(float(len(pseudo)), device=mask.device)
+        n = torch.full((), float(len(pseudo)), device=mask.device)   # a fill, not a host-to-device copy
         return loss, torch.stack([n, right.sum(), mask.sum(), (right * mask).sum()])
     return loss_fn
 

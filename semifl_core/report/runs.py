@@ -11,7 +11,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..workers import init as init_worker, sigterm_interrupts, stop as stop_workers, train as train_run
+from ..workers import init as init_worker, runs_per_gpu as check_runs_per_gpu, sigterm_interrupts, \
+    stop as stop_workers, train as train_run
 from ..config import PROFILE_GRID, Config, ConfigError, check_parameters, profile
 from ..results import load_metrics
 from . import paper
@@ -278,12 +279,20 @@ def _row(label, cfg, s) -> dict:
             "best_round": s["best_round"], "wall_time_s": s["wall_time_s"], "reused": s["reused"], "path": s["path"]}
 
 
-def workers_for(device: str, jobs: int) -> int:
-    """Parallel training processes: one per CPU core (each with one thread) on a CPU, one on a GPU."""
+def workers_for(device: str, jobs: int, runs_per_gpu: int = 1) -> int:
+    """Parallel training processes: one per CPU core (each with one thread) on a CPU; on CUDA `runs_per_gpu` per GPU
+    (each GPU torch sees, for device auto or cuda; one for cuda:N)."""
     from ..run import pick_device
-    if pick_device(device).type != "cpu":
-        return 1
-    return max(1, min(os.cpu_count() or 1, jobs))
+    dev = pick_device(device)
+    if dev.type == "cpu":
+        return max(1, min(os.cpu_count() or 1, jobs))
+    return max(1, min(runs_per_gpu * len(gpu_ids(dev)), jobs))
+
+
+def gpu_ids(dev) -> list[int]:
+    """The CUDA devices run_all spreads its runs over: all that torch sees for device cuda, the one named by cuda:N."""
+    import torch
+    return [dev.index] if dev.index is not None else list(range(torch.cuda.device_count()))
 
 
 BACKENDS = ("processes", "ray")
@@ -291,12 +300,15 @@ FROM_STORE = "Rendered from the results store only (SEMIFL_NO_TRAIN=1: nothing t
 
 
 def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=None, workers=None, backend=None,
-            address=None, gpus_per_run=None) -> pd.DataFrame:
+            address=None, gpus_per_run=None, runs_per_gpu=None) -> pd.DataFrame:
     """Run every {label: Config} for every seed with one progress bar: complete runs are reused, the rest train in
-    `workers` processes (default: workers_for(device)), each resuming from its checkpoint if it has one.
-    backend="ray" hands the runs to Ray instead (semifl_core.sweep: a local instance, or the cluster at `address`;
-    `gpus_per_run` GPUs a run, default 1 where the cluster has GPUs); the default backend is "processes", or
-    $SEMIFL_BACKEND when set (so papermill can send a notebook's grids to Ray; Ray reads RAY_ADDRESS itself).
+    `workers` processes (default: workers_for(device): one per core on a CPU, `runs_per_gpu` per GPU on CUDA), each
+    resuming from its checkpoint if it has one. runs_per_gpu (K): default $SEMIFL_RUNS_PER_GPU, else
+    workers.RUNS_PER_GPU; refused above 1 on a CPU and where K runs would not fit in the GPU's memory
+    (workers.runs_per_gpu). backend="ray" hands the runs to Ray instead (semifl_core.sweep: a local instance, or the
+    cluster at `address`; `gpus_per_run` GPUs a run, default 1/K where the cluster has GPUs); the default backend is
+    "processes", or $SEMIFL_BACKEND when set (so papermill can send a notebook's grids to Ray; Ray reads RAY_ADDRESS
+    itself). K changes how many runs train at once, never a run's key or results.
     Returns a tidy DataFrame: one row per (label, seed) with the config's main fields and the run summary.
     With SEMIFL_NO_TRAIN set (no_train()), runs not in the store are left out, with a printed line naming them.
     Ctrl-C or SIGTERM stops the workers as it stops one run (each finishes its round and checkpoints; none starts
@@ -336,10 +348,17 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
     if swept:   # with its own bar; a failed run: SweepError naming it, once the others have finished
         from ..sweep import sweep
         out = sweep([jobs[i][1] for i in todo], results_dir, address=address, num_gpus=gpus_per_run, device=device,
-                    data_root=data_root, names=[f"{jobs[i][0]} (seed {jobs[i][1].seed})" for i in todo])
+                    data_root=data_root, names=[f"{jobs[i][0]} (seed {jobs[i][1].seed})" for i in todo],
+                    runs_per_gpu=runs_per_gpu)
         done.update(zip(todo, out.check().summaries))
         todo = []
-    n = workers or workers_for(device, len(todo))
+    n, gpus = 1, None
+    if todo:   # K runs a GPU (one line if it is refused), spread over the GPUs torch sees
+        from ..run import pick_device
+        dev = pick_device(device)
+        k = check_runs_per_gpu(runs_per_gpu, dev, [jobs[i][1] for i in todo])
+        n = workers or workers_for(device, len(todo), k)
+        gpus = gpu_ids(dev) if dev.type == "cuda" and n > 1 and len(gpu_ids(dev)) > 1 else None
     # on stdout (stderr shows as a red band in a notebook), and only while something trains
     with tqdm(total=len(jobs), initial=len(done), desc=f"runs ({len(todo)} to train, {n} at a time)",
               disable=swept or not todo, file=sys.stdout) as bar:
@@ -348,8 +367,9 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
                 done[i] = train_run(jobs[i][1], results_dir, device, data_root)
                 bar.update()
         elif todo:   # Ctrl-C or SIGTERM: each worker finishes its round and checkpoints, none starts a run
-            pool = ProcessPoolExecutor(n, mp_context=get_context("spawn"), initializer=init_worker,
-                                       initargs=(os.getpid(),))
+            ctx = get_context("spawn")
+            pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=init_worker,
+                                       initargs=(os.getpid(), gpus, ctx.Value("i", 0) if gpus else None))
             futures = {}
             try:
                 with sigterm_interrupts():

@@ -1,0 +1,338 @@
+"""engine.Speed: how the engines run, never what they compute. On a CPU the default switches must give bit-identical
+results to the code paths from before them (Speed.baseline); each switch is also checked on its own against its
+reference (torch.optim.SGD, the per-batch sBN loop). The CUDA-only paths (graphs, bf16) are tested on a GPU."""
+import dataclasses
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from semifl_core import sbn
+from semifl_core.config import ConfigError, profile
+from semifl_core.data import synthetic
+from semifl_core.engine import FlatModels, SequentialEngine, Speed, VectorizedEngine, clip_grads_, sgd_
+from semifl_core.methods import semifl
+from semifl_core.models import SmallCNN, WideResNet, make_model
+from semifl_core.run import Experiment
+from semifl_core.tasks import make_tasks
+
+DATA = synthetic()
+CUDA = torch.cuda.is_available()
+needs_cuda = pytest.mark.skipif(not CUDA, reason="CUDA graphs and bf16 run on a CUDA GPU only; this machine has none")
+LOSSES = {"fix-mix": (semifl.client_loss, dict(view="strong", mix_alpha=0.75)),
+          "fixmatch": (semifl.fixmatch_loss(0.3), dict(view="strong", weak_too=True)),
+          "sup": (semifl.supervised_loss, dict())}
+
+
+def _tasks(kind, sizes, cfg, device="cpu", data=DATA):
+    """Tasks of clients with these many samples (23: a partial last batch; 7: one partial step only)."""
+    rng, g = np.random.default_rng(0), torch.Generator(device).manual_seed(0)
+    specs, start = [], 0
+    for n in sizes:
+        x, y = data.x_train[start:start + n].to(device), data.y_train[start:start + n].to(device)
+        spec = {"x": x, "y": y}
+        if kind == "fix-mix":
+            mix = torch.as_tensor(rng.integers(0, n, size=n), device=device)
+            spec.update(x_mix=x[mix], y_mix=y[mix])
+        specs.append(spec)
+        start += n
+    loss_fn, views = LOSSES[kind]
+    return make_tasks(specs, cfg.client_batch, cfg.local_epochs, rng, g, flip=True, **views), loss_fn
+
+
+def _states(model, n):
+    """Some clients arrive with SGD momentum from an earlier round, some without."""
+    gen = torch.Generator().manual_seed(1)
+    return [({k: 0.01 * torch.randn(v.shape, generator=gen).to(v.device) for k, v in model.named_parameters()}
+             if i % 2 == 0 else None) for i in range(n)]
+
+
+def _train(engine, speed, kind, sizes=(23, 30, 7, 18), device="cpu", **cfg_kw):
+    cfg = profile("smoke", local_epochs=2.0, **cfg_kw)
+    torch.manual_seed(0)
+    model = make_model(cfg, 3).to(device)
+    tasks, loss_fn = _tasks(kind, sizes, cfg, device)
+    losses = [] if engine is SequentialEngine else None
+    out = engine(cfg, DATA.mean, DATA.std, speed).train(model, tasks, loss_fn, 0.05, _states(model, len(sizes)),
+                                                        *([losses] if losses is not None else []))
+    return (*out, losses)
+
+
+# ---------------------------------------------------------------------- the switches themselves
+def test_baseline_is_all_off_and_default_turns_on_what_keeps_results():
+    assert not any(dataclasses.asdict(Speed.baseline()).values())
+    cpu = Speed.default("cpu")
+    assert cpu.sync_free and cpu.flat_sgd                          # bit-identical on a CPU (tests below)
+    assert not cpu.cuda_graphs and not cpu.sbn_one_pass and not cpu.bf16
+    gpu = Speed.default(torch.device("cuda"))
+    assert gpu.cuda_graphs and gpu.sbn_one_pass and not gpu.bf16    # fp32 stays the default
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cpu.flat_sgd = False
+
+
+@pytest.mark.parametrize("speed", [Speed(cuda_graphs=True, flat_sgd=True), Speed(bf16=True),
+                                   Speed(cuda_graphs=True)])
+def test_switches_this_device_cannot_run_are_refused_in_one_line(speed):
+    field = "cuda_graphs" if speed.cuda_graphs else "bf16"
+    if CUDA and speed.flat_sgd:
+        pytest.skip("this machine has CUDA: the switch is allowed here")
+    with pytest.raises(ConfigError) as err:
+        speed.check("cuda" if CUDA else "cpu")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(f"{field}=True") and "allowed" in msg
+
+
+def test_a_run_refuses_bf16_because_it_changes_results(tmp_path):
+    from semifl_core.run import run
+    with pytest.raises(ConfigError, match=r"^bf16=True: .*allowed in a run: False"):
+        run(profile("smoke", rounds=1), tmp_path, device="cpu", progress=False, speed=Speed(bf16=True))
+    assert not any(tmp_path.iterdir())                              # refused before anything is written
+
+
+def test_speed_is_not_part_of_the_config_or_its_run_key():
+    cfg = profile("smoke")
+    assert not {f.name for f in dataclasses.fields(Speed)} & set(cfg.to_dict())
+
+
+# ---------------------------------------------------------------------- bit-identical on a CPU
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+@pytest.mark.parametrize("kind", ["fix-mix", "fixmatch"])
+def test_default_speed_trains_bit_identically_to_the_baseline_on_a_cpu(engine, kind):
+    """Different step counts, partial batches, clients that run out of steps, momentum from a state or none."""
+    base = _train(engine, Speed.baseline(), kind)
+    fast = _train(engine, Speed.default("cpu"), kind)
+    for k in base[0]:
+        assert torch.equal(base[0][k], fast[0][k]), k
+    for a, b in zip(base[1], fast[1]):
+        assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert torch.equal(base[2], fast[2])
+    assert base[3] == fast[3]                                       # the sequential engine's per-step losses
+    start = dict(make_model(profile("smoke"), 3).named_parameters())
+    assert not torch.equal(fast[0]["fc.weight"][0], start["fc.weight"].detach())   # it trained
+
+
+@pytest.mark.parametrize("overrides", [dict(engine="sequential"),
+                                       dict(engine="vectorized", momentum=0.5, nesterov=False, clip_norm=0.0,
+                                            threshold=0.1),
+                                       dict(engine="sequential", algorithm="fedavg-fixmatch", round_order="paper",
+                                            diagnostics=True)])
+def test_default_speed_gives_bit_identical_rounds_on_a_cpu(overrides):
+    """Whole rounds (pseudo-labels, clients, server fine-tuning with its diagnostics' losses, sBN, evaluation)."""
+    cfg = profile("smoke", rounds=3, **{"threshold": 0.2, **overrides})
+    out = []
+    for speed in (Speed.baseline(), Speed.default("cpu")):
+        exp = Experiment(cfg, DATA, torch.device("cpu"), speed)
+        st = exp.new_state()
+        rows = [{k: v for k, v in exp.round(st, r).items() if not k.startswith("time_")} for r in range(2)]
+        out.append((rows, st.model.state_dict(), st.client_states, st.server_state))
+    (rows_a, w_a, c_a, s_a), (rows_b, w_b, c_b, s_b) = out
+    assert pd.DataFrame(rows_a).equals(pd.DataFrame(rows_b)) and rows_a[-1]["clients_trained"] > 0
+    assert all(torch.equal(w_a[k], w_b[k]) for k in w_a)
+    assert c_a.keys() == c_b.keys() and all(torch.equal(c_a[c][k], c_b[c][k]) for c in c_a for k in c_a[c])
+    assert (s_a is None) == (s_b is None) and (s_a is None or all(torch.equal(s_a[k], s_b[k]) for k in s_a))
+
+
+# ---------------------------------------------------------------------- one optimizer kernel set per step
+@pytest.mark.parametrize("nesterov,weight_decay,clip", [(True, 5e-4, 1.0), (False, 0.0, 0.5), (True, 0.1, 0.0)])
+def test_foreach_sgd_equals_torch_optim_sgd_with_clipping_bit_for_bit(nesterov, weight_decay, clip):
+    cfg = profile("smoke", momentum=0.9, nesterov=nesterov, weight_decay=weight_decay, clip_norm=clip)
+    gen = torch.Generator().manual_seed(0)
+    shapes = [(16, 3, 3, 3), (16,), (10, 64), (10,)]
+    ref = [torch.randn(s, generator=gen).requires_grad_() for s in shapes]
+    ours = [p.detach().clone() for p in ref]
+    bufs = [torch.zeros_like(p) for p in ours]                       # no momentum yet: torch.optim clones d
+    opt = torch.optim.SGD(ref, lr=0.07, momentum=0.9, weight_decay=weight_decay, nesterov=nesterov)
+    for _ in range(5):
+        grads = [3 * torch.randn(s, generator=gen) for s in shapes]  # norms above the clip
+        for p, g in zip(ref, grads):
+            p.grad = g.clone()
+        if clip:
+            torch.nn.utils.clip_grad_norm_(ref, clip)
+            clip_grads_(grads, clip)
+        opt.step()
+        sgd_(ours, grads, bufs, 0.07, cfg)
+    for p, q, b in zip(ref, ours, bufs):
+        assert torch.equal(p.detach(), q)
+        assert torch.equal(opt.state[p]["momentum_buffer"], b)
+
+
+def test_flat_sgd_of_many_models_equals_torch_optim_sgd_to_float_rounding():
+    """FlatModels (the vectorized engine's) against one torch.optim.SGD + clip_grad_norm_ per model. It writes the
+    update out (weight decay and the lr step as a product, then a sum: two roundings where torch's fused add has
+    one), so they agree to float rounding: measured at most 6.7e-8 after 6 steps (5 seeds); bound 1e-6 (relative to
+    max |p|)."""
+    cfg = profile("smoke", momentum=0.9, nesterov=True, weight_decay=5e-4, clip_norm=1.0)
+    gen = torch.Generator().manual_seed(0)
+    shapes = {"w": (16, 3, 3, 3), "b": (16,), "fc": (10, 64)}
+    start = {k: torch.randn(s, generator=gen) for k, s in shapes.items()}
+    states = [None, {k: 0.1 * torch.randn(s, generator=gen) for k, s in shapes.items()}, None]
+    flat = FlatModels(start, states, cfg, lr=0.05)
+    refs = []
+    for s in states:
+        ps = [start[k].clone().requires_grad_() for k in shapes]
+        opt = torch.optim.SGD(ps, lr=0.05, momentum=0.9, weight_decay=5e-4, nesterov=True)
+        if s is not None:
+            for p, k in zip(ps, shapes):
+                opt.state[p]["momentum_buffer"] = s[k].clone()
+        refs.append((ps, opt))
+    active = torch.tensor([True, False, True])
+    for step in range(6):
+        grads = {k: 2 * torch.randn(3, *s, generator=gen) for k, s in shapes.items()}
+        masked = step % 2 == 1                                       # model 1 sits out every other step
+        rows = torch.tensor([0, 2]) if masked else None
+        flat.step({k: g[rows] for k, g in grads.items()} if masked else grads, rows, active if masked else None)
+        for i, (ps, opt) in enumerate(refs):
+            if masked and i == 1:
+                continue
+            for p, k in zip(ps, shapes):
+                p.grad = grads[k][i].clone()
+            torch.nn.utils.clip_grad_norm_(ps, 1.0)
+            opt.step()
+    scale = max(v.abs().max() for v in start.values())
+    for i, (ps, opt) in enumerate(refs):
+        for p, k in zip(ps, shapes):
+            torch.testing.assert_close(flat.params[k][i], p.detach(), rtol=0, atol=1e-6 * scale)
+            torch.testing.assert_close(flat.views(flat.m)[k][i], opt.state[p]["momentum_buffer"], rtol=0,
+                                       atol=1e-6 * scale)
+    assert not torch.equal(flat.params["w"][1], start["w"])          # the masked model moved on its own steps
+
+
+# ---------------------------------------------------------------------- sBN statistics in one pass
+@pytest.mark.parametrize("make", [lambda: SmallCNN(3, 10, widths=(8, 16, 32)),
+                                  lambda: WideResNet(3, 10, depth=10, widen=1)])
+def test_sbn_statistics_in_one_pass_equal_the_per_batch_loop(make, monkeypatch):
+    """The mean over groups of 250 of each group's mean and unbiased variance, every layer's input normalised group
+    by group: 5 whole groups in forwards of 2 groups (monkeypatched from 20) and a last partial group of 37.
+    Equal to float rounding: measured at most 2.4e-7 absolute; bound 1e-6 absolute + 1e-5 relative."""
+    monkeypatch.setattr(sbn, "ONE_PASS_IMAGES", 500)
+    torch.manual_seed(0)
+    model = make()
+    images = torch.cat([DATA.x_train[:1287]])
+    loop, one = make(), make()
+    loop.load_state_dict(model.state_dict())
+    one.load_state_dict(model.state_dict())
+    sbn.compute_statistics(loop, images, DATA.mean, DATA.std)
+    sbn.compute_statistics(one, images, DATA.mean, DATA.std, one_pass=True)
+    layers = [k for k in loop.state_dict() if k.endswith((".mean", ".var"))]
+    assert len(layers) >= 6
+    for k in layers:
+        torch.testing.assert_close(one.state_dict()[k], loop.state_dict()[k], rtol=1e-5, atol=1e-6)
+    # and not the statistics of forwards of 500 normalised as one batch (what a plain larger batch would give)
+    wrong = make()
+    wrong.load_state_dict(model.state_dict())
+    sbn.compute_statistics(wrong, images, DATA.mean, DATA.std, batch_size=500)
+    assert not all(torch.allclose(wrong.state_dict()[k], loop.state_dict()[k], rtol=1e-3) for k in layers)
+    assert one.training and all(m.record is None and m.group is None for m in one.modules() if hasattr(m, "group"))
+
+
+# ---------------------------------------------------------------------- bf16 (CPU autocast stands in for CUDA's)
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def test_engines_train_under_bf16(engine, monkeypatch):
+    """The sequential engine runs the forward under autocast; vmap(grad) fails under autocast, so the vectorized
+    engine casts the weights and images instead. bf16 is refused on a CPU (Speed.check), so the check is bypassed
+    here: the bf16 kernels run on a CPU as they do on CUDA."""
+    monkeypatch.setattr(Speed, "check", lambda self, device: self)
+    fp32 = _train(engine, Speed.default("cpu"), "fix-mix")
+    bf16 = _train(engine, dataclasses.replace(Speed.default("cpu"), bf16=True), "fix-mix")
+    assert all(v.dtype == torch.float32 for v in bf16[0].values())  # fp32 master weights
+    for k in fp32[0]:
+        assert torch.isfinite(bf16[0][k]).all()
+    # the same training to bfloat16's precision (8 bits of mantissa): losses within 5 %
+    torch.testing.assert_close(bf16[2][:, 0], fp32[2][:, 0], rtol=0.05, atol=0.05)
+    assert not torch.equal(bf16[2], fp32[2])
+
+
+# ---------------------------------------------------------------------- the captured steps' logic, eagerly
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def test_the_steps_cuda_graphs_capture_train_as_the_eager_ones_on_a_cpu(engine, monkeypatch):
+    """What cuda_graphs captures, run eagerly on a CPU: the vectorized engine then trains every client on a full batch
+    in one fixed-shape step and masks those that have run out of steps (the eager path trains only the others), the
+    sequential one runs its full-batch steps through the same step function. Same training up to float rounding
+    (vmap over another number of clients); the capture itself needs CUDA. Weakly augmented images: a strong view's
+    constant cutout squares give exact max-pool ties, which rounding can break either way (a gradient then moves to
+    another pixel: up to 5e-5 after 8 steps between the engines of main, measured), so this case keeps rounding
+    at rounding size."""
+    from semifl_core import engine as engine_mod
+    calls = []
+
+    class Eager:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, **inputs):
+            calls.append(1)
+            return self.fn(**inputs)
+    monkeypatch.setattr(engine_mod, "CapturedStep", Eager)
+    monkeypatch.setattr(Speed, "check", lambda self, device: self)
+    sizes = (40, 30, 25, 60)                                        # 8, 6, 6 (2 partial) and 12 steps
+    eager = _train(engine, Speed.default("cpu"), "sup", sizes)
+    graph = _train(engine, dataclasses.replace(Speed.default("cpu"), cuda_graphs=True), "sup", sizes)
+    assert len(calls) >= 9                                          # all but the first and the partial steps
+    for k in eager[0]:
+        torch.testing.assert_close(graph[0][k], eager[0][k], rtol=1e-5, atol=1e-6)
+    for a, b in zip(eager[1], graph[1]):
+        for k in a:
+            torch.testing.assert_close(b[k], a[k], rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(graph[2], eager[2], rtol=1e-5, atol=1e-5)
+
+
+# ---------------------------------------------------------------------- CUDA
+@needs_cuda
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+@pytest.mark.parametrize("kind", ["fix-mix", "fixmatch", "sup"])
+def test_cuda_graphs_equal_eager_to_float_rounding(engine, kind):
+    """Full, partial and (vectorized) masked steps. Strongly augmented views can break max-pool ties either way under
+    rounding (see the CPU test above), so their bound is 10x the weak view's; a wrong mask or momentum moves weights
+    by about lr x gradient (1e-2)."""
+    eager = _train(engine, dataclasses.replace(Speed.default("cuda"), cuda_graphs=False), kind,
+                   sizes=(53, 60, 27, 48), device="cuda")
+    graph = _train(engine, Speed.default("cuda"), kind, sizes=(53, 60, 27, 48), device="cuda")
+    tol = dict(rtol=1e-4, atol=2e-5) if kind == "sup" else dict(rtol=1e-3, atol=2e-4)
+    for k in eager[0]:
+        torch.testing.assert_close(graph[0][k], eager[0][k], **tol)
+    torch.testing.assert_close(graph[2], eager[2], rtol=1e-3, atol=1e-3)
+    if eager[3] is not None:
+        torch.testing.assert_close(torch.tensor(graph[3]), torch.tensor(eager[3]), rtol=1e-3, atol=1e-3)
+
+
+@needs_cuda
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def test_no_host_synchronisation_grows_with_the_steps(engine):
+    """sync_free: the synchronising calls of a train call do not depend on how many steps it has."""
+    def syncs(epochs):
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            with warnings.catch_warnings(record=True) as got:
+                warnings.simplefilter("always")
+                _train(engine, Speed.default("cuda"), "fix-mix", device="cuda", local_epochs=epochs)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+        return sum("synchroniz" in str(w.message) for w in got)
+    assert syncs(1.0) == syncs(3.0)
+
+
+@needs_cuda
+def test_bf16_vectorized_engine_on_cuda():
+    if not torch.cuda.is_bf16_supported():
+        with pytest.raises(ConfigError, match=r"^bf16=True: .*allowed: False"):
+            Speed(bf16=True).check("cuda")
+        return
+    fp32 = _train(VectorizedEngine, Speed.default("cuda"), "fix-mix", device="cuda")
+    bf16 = _train(VectorizedEngine, dataclasses.replace(Speed.default("cuda"), bf16=True), "fix-mix", device="cuda")
+    torch.testing.assert_close(bf16[2][:, 0], fp32[2][:, 0], rtol=0.05, atol=0.05)
+
+
+@needs_cuda
+def test_default_speed_rounds_on_cuda_match_the_baseline_to_float_rounding():
+    cfg = profile("smoke", threshold=0.2, rounds=3, sbn_source="all")
+    data = DATA.to(torch.device("cuda"))
+    rows = []
+    for speed in (Speed.baseline(), Speed.default("cuda")):
+        exp = Experiment(cfg, data, torch.device("cuda"), speed)
+        st = exp.new_state()
+        rows.append(exp.round(st, 0))
+    assert rows[0]["clients_trained"] == rows[1]["clients_trained"]
+    assert abs(rows[0]["server_loss"] - rows[1]["server_loss"]) < 1e-3
+    assert abs(rows[0]["test_acc"] - rows[1]["test_acc"]) <= 100 / 500 * 2
