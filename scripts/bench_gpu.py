@@ -100,6 +100,10 @@ def main(argv=None) -> int:
                    ".gl-data in the working tree; /usr/share/datasets/fashion-mnist is also looked in)")
     p.add_argument("--deadline", type=float, default=None, help="seconds for everything (default: 440; smoke 150)")
     p.add_argument("--out", default=os.environ.get("OUT"), help="folder for bench_gpu.md and .json (default: $OUT)")
+    p.add_argument("--parts", default=None, help="only these parts, comma-separated, of paper-cifar, grid, "
+                   "paper-fmnist, small (each then gets the time left, not its budget)")
+    p.add_argument("--variants", default=None, help="only these Speed variants, comma-separated (names as in the "
+                   "table: baseline, default, all, +sync_free, +sync_free+flat_sgd+cuda_graphs, ...)")
     args = p.parse_args(argv)
     start = time.monotonic()
     deadline = start + (args.deadline or (150 if args.smoke else 440))
@@ -116,6 +120,11 @@ def main(argv=None) -> int:
     variants = None
     if args.smoke:   # the code path of every kind of row (a switch that needs a GPU: a row saying so), not every one
         variants = [n for n, _ in bench.speed_variants(dev) if n in ("today", "baseline", "all") or "cuda_graphs" in n]
+    if args.variants:
+        known = [n for n, _ in bench.speed_variants(dev)]
+        variants = args.variants.split(",")
+        if set(variants) - set(known):
+            p.error(f"--variants: {sorted(set(variants) - set(known))} unknown; allowed on {dev}: {known}")
     try:
         fmnist = load("fashionmnist", args.data_root, dev, download=False)
         raw = Path(args.data_root) / "FashionMNIST" / "raw"
@@ -136,6 +145,11 @@ def main(argv=None) -> int:
         return table
 
     order = ["paper-cifar", "grid", "paper-fmnist", "small"]
+    if args.parts:
+        chosen = args.parts.split(",")
+        if set(chosen) - set(order):
+            p.error(f"--parts: {sorted(set(chosen) - set(order))} unknown; allowed: {order}")
+        order, budgets = [k for k in order if k in chosen], {k: float("inf") for k in order}
     for key in order:
         left = deadline - time.monotonic()
         if left < 10:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import gc
+import itertools
 import os
 import platform
 import time
@@ -182,7 +183,7 @@ PHASES = ("sbn", "pseudo_label", "augment", "clients", "aggregate", "server", "e
 def speed_variants(device) -> list[tuple[str, object]]:
     """(name, engine.Speed) pairs to compare, in this order: today's code (Speed.baseline()); Speed.default(device)
     where it differs from the next; every switch this device runs together ("all"); each switch alone
-    ("+sync_free"), or with the one other switch it needs ("+flat_sgd+cuda_graphs"). A switch the device cannot run
+    ("+sync_free"), or with the fewest other switches it needs ("+sync_free+flat_sgd+cuda_graphs"). A switch the device cannot run
     (Speed.check) stays in the list alone, so that its row says why. [("today", None)] without engine.Speed."""
     try:
         from .engine import Speed
@@ -200,9 +201,10 @@ def speed_variants(device) -> list[tuple[str, object]]:
     out = [("baseline", base)]
     for name in switches:
         alone = dataclasses.replace(base, **{name: True})
-        need = [] if runs(alone) else [o for o in switches
-                                       if o != name and runs(dataclasses.replace(alone, **{o: True}))]
-        out.append(("+" + "+".join(need[:1] + [name]), dataclasses.replace(alone, **{o: True for o in need[:1]})))
+        others = [o for o in switches if o != name]
+        need = next((list(c) for k in range(len(others) + 1) for c in itertools.combinations(others, k)
+                     if runs(dataclasses.replace(alone, **{o: True for o in c}))), [])
+        out.append(("+" + "+".join(need + [name]), dataclasses.replace(alone, **{o: True for o in need})))
     ok = {n for _, v in out[1:] if runs(v) for n in switches if getattr(v, n)}   # the switches this device runs
     together = dataclasses.replace(base, **{n: True for n in ok})
     default = Speed.default(device)   # first after the baseline: what a deadline must not skip

@@ -107,10 +107,11 @@ def build_parser() -> Parser:
                     help="Ray cluster, e.g. ray://HEAD:10001 or HEAD:6379 (default: $RAY_ADDRESS, else a cluster "
                          "`ray start` began here, else a new local instance)")
     sw.add_argument("--gpus-per-run", type=float, default=None, metavar="F",
-                    help="GPUs a run: 1, or a fraction such as 0.5 to share one (default: 1 where the cluster has "
-                         "GPUs, else 0)")
+                    help="GPUs a run: 1, or a fraction such as 0.5 to share one (default: 1/K for K of "
+                         "--runs-per-gpu where the cluster has GPUs, else 0)")
     sw.add_argument("--runs-per-gpu", type=int, default=None, metavar="K",
-                    help="runs a GPU trains at once, i.e. --gpus-per-run 1/K (default: $SEMIFL_RUNS_PER_GPU, else 1)")
+                    help="runs a GPU trains at once, i.e. --gpus-per-run 1/K (default: $SEMIFL_RUNS_PER_GPU, else "
+                         "4 on a GPU, fewer if 4 would not fit, measured in BENCHMARKS.md; 1 on a CPU)")
     sw.add_argument("--results-dir", default="results", metavar="DIR",
                     help="where runs are stored, one directory each; on a cluster, a path every node sees "
                          "(default: %(default)s)")

@@ -50,7 +50,7 @@ class Speed:
     cuda_graphs  the fixed-shape steps captured once per `train` call as a CUDA graph and replayed: the vectorized
                  engine's step where every client still training has a full batch, the sequential engine's (and the
                  server's) full-batch step; partial batches stay eager. Only for losses marked `graph_safe`. Needs
-                 flat_sgd. Equal to eager up to float rounding (CUDA only)
+                 flat_sgd and sync_free. Equal to eager up to float rounding (CUDA only)
     sbn_one_pass sBN statistics of many groups of 250 images per forward (each group normalised by its own
                  statistics) instead of one forward per group; equal up to float rounding, so on by default on CUDA only
     bf16         the forward/backward in bfloat16 (fp32 master weights, gradients and loss). CHANGES results: for the
@@ -81,6 +81,9 @@ class Speed:
         if self.cuda_graphs and not self.flat_sgd:
             raise ConfigError("cuda_graphs=True: needs flat_sgd=True (a captured step updates its buffers in place); "
                               "allowed with flat_sgd=False: cuda_graphs=False")
+        if self.cuda_graphs and not self.sync_free:
+            raise ConfigError("cuda_graphs=True: needs sync_free=True (a captured step may not copy from the host); "
+                              "allowed with sync_free=False: cuda_graphs=False")
         if self.bf16 and not (dev.type == "cuda" and torch.cuda.is_bf16_supported()):
             raise ConfigError(f"bf16=True: needs a CUDA GPU with bfloat16 support, this run is on "
                               f"{torch.cuda.get_device_name(dev) if dev.type == 'cuda' else dev}; allowed: False")

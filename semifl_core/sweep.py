@@ -44,6 +44,7 @@ The design, in the order a sweep goes:
 """
 from __future__ import annotations
 
+import os
 import sys
 import time
 import warnings
@@ -105,7 +106,8 @@ def sweep(configs, results_dir="results", *, names=None, address=None, num_gpus=
     reused without Ray. `names`: how messages call each run (default: its directory's name). `address`: the Ray
     cluster (None: Ray's rule, see the module docstring). `num_gpus`: GPUs a run (None: 1/runs_per_gpu where the
     cluster has a GPU and device is not "cpu", else 0; a fraction below 1 shares a GPU). `runs_per_gpu` (K): runs a
-    GPU trains at once (default $SEMIFL_RUNS_PER_GPU, else workers.RUNS_PER_GPU). `device`: auto, cpu or cuda (a
+    GPU trains at once (default $SEMIFL_RUNS_PER_GPU, else 1/num_gpus when given, else workers.RUNS_PER_GPU lowered
+    to what fits on this machine's GPU, 1 without one). `device`: auto, cpu or cuda (a
     task's cuda is the GPU Ray gives it). `init`: more keyword arguments for ray.init, used only if this sweep starts
     Ray. Returns a SweepResult (failed runs in .failures; .check() raises SweepError for them). Ctrl-C or SIGTERM:
     the running runs finish their round and checkpoint, then KeyboardInterrupt with one line (module docstring)."""
@@ -174,6 +176,11 @@ def _check_gpus(num_gpus, device: str) -> None:
 def _check_runs_per_gpu(runs_per_gpu, num_gpus, device: str, configs) -> int:
     """K (workers.runs_per_gpu), and that it agrees with num_gpus and the device; K runs' memory is checked against
     this machine's GPU where it has one."""
+    if runs_per_gpu is None and not os.environ.get("SEMIFL_RUNS_PER_GPU", "").strip():   # the default: from these
+        if device == "cpu" or num_gpus is not None:
+            return max(1, round(1 / num_gpus)) if num_gpus and num_gpus < 1 else 1
+        import torch   # a GPU here: its default, lowered to what fits; none here (a CPU head node): 1
+        return check_runs_per_gpu(None, torch.device("cuda"), configs) if torch.cuda.is_available() else 1
     k = check_runs_per_gpu(runs_per_gpu)
     if k > 1 and device == "cpu":
         raise ConfigError(f"runs_per_gpu={k} with device cpu: runs share a GPU; leave it at 1 on a CPU")

@@ -17,9 +17,10 @@ import time
 from contextlib import contextmanager
 
 # K, the runs that run_all and sweeps train at once on one GPU, one process each (issue 42, item 6). On a CPU it is 1
-# (there run_all trains one run per core, each with one thread). The GPU default waits for the measurement: it stays 1
-# until the GPU bench (make bench-gpu, BENCHMARKS.md) has measured a grid's runs per hour at K = 1, 2, 4, 8.
-RUNS_PER_GPU = {"cpu": 1, "cuda": 1}
+# (there run_all trains one run per core, each with one thread). On CUDA, by the rule "the smallest K within 10 % of
+# the best K's runs per hour in both of the bench's grids": an H100, 2026-11-26 (BENCHMARKS.md), `small` runs 1.00,
+# 1.33, 1.41, 1.55x and `paper` rounds 1.00, 1.16, 1.18, 1.20x at K = 1, 2, 4, 8 gives 4 (one measurement each).
+RUNS_PER_GPU = {"cpu": 1, "cuda": 4}
 CUDA_CONTEXT_BYTES = 768 * 2 ** 20   # one process's CUDA context with cuBLAS and cuDNN loaded (assumed, see run_memory)
 GPU_MEMORY_SHARE = 0.9               # K runs' estimated peaks must fit in this share of the GPU's memory
 ORPHAN_GRACE_S = 5   # a worker whose parent died has this long to finish its round and checkpoint, then is killed
@@ -158,16 +159,22 @@ def stopped_line(results_dir, unfinished, busy: int = 0) -> str:
 # ---------------------------------------------------------------------- several runs on one GPU
 def runs_per_gpu(value, device=None, configs=()) -> int:
     """K, the runs trained at once on one GPU: `value`, else $SEMIFL_RUNS_PER_GPU, else RUNS_PER_GPU for the device
-    (a torch.device; None: where it trains is not known here, a Ray cluster's GPUs). ConfigError, one line, for
-    K < 1, for K > 1 on a device that is not a GPU, and for K runs of `configs` whose estimated peaks (run_memory)
-    overfill GPU_MEMORY_SHARE of the device's memory."""
+    (a torch.device; None: where it trains is not known here, a Ray cluster's GPUs), that default lowered to the runs
+    of `configs` that fit. ConfigError, one line, for a K asked for (value or environment) that is < 1, > 1 on a
+    device that is not a GPU, or K runs of `configs` whose estimated peaks (run_memory) overfill GPU_MEMORY_SHARE of
+    the device's memory."""
     from .config import ConfigError
     name = "runs_per_gpu"
     if value is None and os.environ.get("SEMIFL_RUNS_PER_GPU", "").strip():
         name, value = "SEMIFL_RUNS_PER_GPU", os.environ["SEMIFL_RUNS_PER_GPU"].strip()
         value = int(value) if value.lstrip("-").isdigit() else value
-    if value is None:
-        return RUNS_PER_GPU["cuda" if device is None else device.type]
+    if value is None:   # the default, not a request: 1 off a GPU, and no more runs than fit (estimated)
+        k = RUNS_PER_GPU["cuda" if device is None else device.type]
+        if device is not None and device.type == "cuda" and configs and k > 1:
+            import torch
+            total = GPU_MEMORY_SHARE * torch.cuda.get_device_properties(device).total_memory
+            k = max(1, min(k, int(total // max(run_memory(c) for c in set(configs)))))
+        return k
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{name}={value!r}: must be an integer >= 1 (the runs trained at once on one GPU)")
     if device is None:

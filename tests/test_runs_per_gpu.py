@@ -46,6 +46,24 @@ def fake_gpus(monkeypatch, count=1, memory_gib=80.0):
                         lambda device=None: SimpleNamespace(total_memory=int(memory_gib * 2 ** 30), name="Fake GPU"))
 
 
+def test_the_default_k_is_measured_on_a_gpu_lowered_to_what_fits_and_1_elsewhere(monkeypatch):
+    """The default is never refused: RUNS_PER_GPU on a GPU (4, BENCHMARKS.md) unless fewer runs fit, 1 on a CPU; a
+    sweep without a GPU here (a CPU head node) takes 1, one given 0.5 GPUs a run takes 2."""
+    from semifl_core.sweep import _check_runs_per_gpu
+    monkeypatch.delenv("SEMIFL_RUNS_PER_GPU", raising=False)
+    paper = [profile("paper")]
+    assert _check_runs_per_gpu(None, None, "cpu", paper) == 1 and _check_runs_per_gpu(None, 0.5, "auto", paper) == 2
+    assert _check_runs_per_gpu(None, None, "auto", paper) == 1                  # this machine has no GPU
+    fake_gpus(monkeypatch, memory_gib=80.0)
+    assert workers.runs_per_gpu(None, torch.device("cuda"), paper) == workers.RUNS_PER_GPU["cuda"] == 4
+    assert _check_runs_per_gpu(None, None, "auto", paper) == 4
+    need = workers.run_memory(paper[0])
+    fake_gpus(monkeypatch, memory_gib=2.5 * need / 0.9 / 2 ** 30)               # room for 2 runs and a half
+    assert workers.runs_per_gpu(None, torch.device("cuda"), paper) == 2
+    with pytest.raises(ConfigError, match=r"^runs_per_gpu=4: 4 runs of about"):   # asked for: refused, not lowered
+        workers.runs_per_gpu(4, torch.device("cuda"), paper)
+
+
 def test_on_cuda_run_all_trains_k_runs_a_gpu_on_every_gpu_it_sees(monkeypatch):
     fake_gpus(monkeypatch, count=2)
     assert workers_for("cuda", 20, 4) == 8 and workers_for("auto", 20, 4) == 8   # 4 on each of 2 GPUs
