@@ -183,8 +183,9 @@ PHASES = ("sbn", "pseudo_label", "augment", "clients", "aggregate", "server", "e
 def speed_variants(device) -> list[tuple[str, object]]:
     """(name, engine.Speed) pairs to compare, in this order: today's code (Speed.baseline()); Speed.default(device)
     where it differs from the next; every switch this device runs together ("all"); each switch alone
-    ("+sync_free"), or with the fewest other switches it needs ("+sync_free+flat_sgd+cuda_graphs"). A switch the device cannot run
-    (Speed.check) stays in the list alone, so that its row says why. [("today", None)] without engine.Speed."""
+    ("+sync_free"), or with the fewest other switches it needs ("+sync_free+flat_sgd+cuda_graphs"). A switch the
+    device cannot run (Speed.check) stays in the list alone, so that its row says why. [("today", None)] without
+    engine.Speed."""
     try:
         from .engine import Speed
     except ImportError:

@@ -40,6 +40,28 @@ def test_cbafed_best_round_is_taken_after_the_warm_up(tmp_path):
     assert len(report.cbafed_paper_only()) == 3 and "not run here" in report.cbafed_paper_only().columns[-1]
 
 
+def test_cbafed_probe_table_averages_the_right_models_over_seeds(tmp_path):
+    """scripts/cbafed_probe.py's CSVs: the labeled client, the unlabeled clients (their mean within a seed, then over
+    seeds) and the average are told apart by name; the upper bound trains on true labels (no pseudo-label columns)."""
+    for seed, shift in ((0, 0.0), (1, 2.0)):
+        rows = [("labeled client", 80 + shift, 82 + shift), ("client 1", 60 + shift, 61), ("client 2", 70 + shift, 71),
+                ("average (the global model)", 78 + shift, 79 + shift)]
+        for key, ratio, right in (("upper", 1.0, 100.0), ("fixmatch", 0.5, 40.0 + shift)):
+            pd.DataFrame([dict(round=21, model=m, weight=0.1, acc=a, acc_clean_bn=b, label_ratio=ratio,
+                               pseudo_acc=right) for m, a, b in rows]).to_csv(
+                tmp_path / f"cbafed_probe_{key}_seed{seed}.csv", index=False)
+    t = report.cbafed_probe_table(report.cbafed_probes(tmp_path)).set_index("row")
+    up, fm = t.loc["Upper bound (FedAvg, all labeled)"], t.loc["FedAvg + FixMatch (CBAFed's schedule)"]
+    assert up["labeled client's model"] == "81.0 (1.0) n=2" and up["labeled client's model, clean BN statistics"] == \
+        "83.0 (1.0) n=2"
+    assert up["unlabeled clients' models (mean)"] == "66.0 (1.0) n=2"      # (60 + 70) / 2, then over seeds
+    assert up["average (the global model)"] == "79.0 (1.0) n=2" and up["average, clean BN statistics"] == "80.0 (1.0) n=2"
+    assert up["unlabeled images trained on (%)"] == "all (true labels)" and up["their pseudo-labels right (%)"] == "-"
+    assert fm["unlabeled images trained on (%)"] == "50.0 (0.0) n=2" and fm["their pseudo-labels right (%)"] == \
+        "41.0 (1.0) n=2"
+    assert report.cbafed_probe_table(report.cbafed_probes(tmp_path / "none")).empty
+
+
 def test_table1_keeps_the_paper_only_rows_apart_and_prints_paper_cells_as_ours():
     df = pd.DataFrame(columns=["dataset", "num_supervised", "method", "partition", "seed", "best_acc"])
     ours, only = report.table1(df, "fashionmnist", 100), report.table1_paper_only("fashionmnist", 100)

@@ -660,3 +660,49 @@ def feddure_released_table(df, released: pd.DataFrame, setting: str = "(DIR, DIR
         rows.append({"row": f"{r}, ours", **{f"seed {s}": f"{v[s]:.1f}" if s in v.index else "not run" for s in seeds},
                      "mean": mean_std(got)})
     return pd.DataFrame(rows)
+
+
+# scripts/cbafed_probe.py's CSVs (notebooks/probes/cbafed_probe_ROW_seedS.csv): per federated round, the test accuracy
+# of every model the server averages and of the average, with the BN statistics they carry and with clean ones.
+PROBE_ROWS = {"upper": "Upper bound (FedAvg, all labeled)", "fixmatch": "FedAvg + FixMatch (CBAFed's schedule)"}
+
+
+def cbafed_probes(folder) -> pd.DataFrame:
+    """Every probe CSV in folder, with its row (display name) and seed from the file name; empty if none."""
+    from pathlib import Path
+    frames = []
+    for path in sorted(Path(folder).glob("cbafed_probe_*_seed*.csv")):
+        key, seed = path.stem.removeprefix("cbafed_probe_").rsplit("_seed", 1)
+        frames.append(pd.read_csv(path).assign(row=PROBE_ROWS.get(key, key), seed=int(seed)))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def cbafed_probe_table(probes: pd.DataFrame) -> pd.DataFrame:
+    """Per probed row and federated round: the labeled client's model, the other clients' models (their mean), the
+    server's average as the run uses it, and that average with BN statistics recomputed on clean labeled images
+    (test accuracy), and the share of the unlabeled clients' images they trained on with its pseudo-labels'
+    accuracy; mean (std) n over seeds."""
+    if probes.empty:
+        return pd.DataFrame(columns=["row", "round"])
+    kind = np.where(probes.model == "labeled client", "labeled client's model",
+                    np.where(probes.model.str.startswith("client"), "unlabeled clients' models (mean)", "average"))
+    per_seed = probes.assign(kind=kind).groupby(["row", "round", "seed", "kind"])[["acc", "acc_clean_bn"]].mean()
+    rows = []
+    for (row, rnd), g in per_seed.groupby(level=["row", "round"]):
+        at = g.droplevel(["row", "round"])
+        kinds = at.index.get_level_values("kind")
+        pick = lambda k, col: at.xs(k, level="kind")[col] if k in kinds else []  # noqa: E731
+        rows.append({"row": row, "round": int(rnd),
+                     "labeled client's model": mean_std(pick("labeled client's model", "acc")),
+                     "labeled client's model, clean BN statistics": mean_std(pick("labeled client's model",
+                                                                                  "acc_clean_bn")),
+                     "unlabeled clients' models (mean)": mean_std(pick("unlabeled clients' models (mean)", "acc")),
+                     "average (the global model)": mean_std(pick("average", "acc")),
+                     "average, clean BN statistics": mean_std(pick("average", "acc_clean_bn"))})
+        pl = probes[(probes.row == row) & (probes["round"] == rnd)]
+        pl = pl.groupby("seed")[["label_ratio", "pseudo_acc"]].first()
+        true_labels = (pl.pseudo_acc >= 100).all()
+        rows[-1].update({"unlabeled images trained on (%)": "all (true labels)" if true_labels
+                         else mean_std(100 * pl.label_ratio),
+                         "their pseudo-labels right (%)": "-" if true_labels else mean_std(pl.pseudo_acc)})
+    return pd.DataFrame(rows)
