@@ -50,16 +50,14 @@ def test_cbafed_probe_table_averages_the_right_models_over_seeds(tmp_path):
             pd.DataFrame([dict(round=21, model=m, weight=0.1, acc=a, acc_clean_bn=b, label_ratio=ratio,
                                pseudo_acc=right) for m, a, b in rows]).to_csv(
                 tmp_path / f"cbafed_probe_{key}_seed{seed}.csv", index=False)
-    t = report.cbafed_probe_table(report.cbafed_probes(tmp_path)).set_index("row")
-    up, fm = t.loc["Upper bound (FedAvg, all labeled)"], t.loc["FedAvg + FixMatch (CBAFed's schedule)"]
-    assert up["labeled client's model"] == "81.0 (1.0) n=2" and up["labeled client's model, clean BN statistics"] == \
-        "83.0 (1.0) n=2"
-    assert up["unlabeled clients' models (mean)"] == "66.0 (1.0) n=2"      # (60 + 70) / 2, then over seeds
-    assert up["average (the global model)"] == "79.0 (1.0) n=2" and up["average, clean BN statistics"] == "80.0 (1.0) n=2"
-    assert up["unlabeled images trained on (%)"] == "all (true labels)" and up["their pseudo-labels right (%)"] == "-"
-    assert fm["unlabeled images trained on (%)"] == "50.0 (0.0) n=2" and fm["their pseudo-labels right (%)"] == \
-        "41.0 (1.0) n=2"
-    assert report.cbafed_probe_table(report.cbafed_probes(tmp_path / "none")).empty
+    probes = report.cbafed_probes(tmp_path)
+    up, fm = (report.cbafed_probe_table(probes, key).set_index("round").loc[21] for key in ("upper", "fixmatch"))
+    assert up["labeled client's model"] == "81.0 (1.0) n=2" and up["... clean BN"] == "83.0 (1.0) n=2"
+    assert up["unlabeled clients' models"] == "66.0 (1.0) n=2"      # (60 + 70) / 2, then over seeds
+    assert up["average (global model)"] == "79.0 (1.0) n=2" and up["average, clean BN"] == "80.0 (1.0) n=2"
+    assert "images passing tau_h (%)" not in up                       # true labels: nothing to pass
+    assert fm["images passing tau_h (%)"] == "50.0 (0.0) n=2" and fm["their labels right (%)"] == "41.0 (1.0) n=2"
+    assert report.cbafed_probe_table(report.cbafed_probes(tmp_path / "none"), "upper").empty
 
 
 def test_table1_keeps_the_paper_only_rows_apart_and_prints_paper_cells_as_ours():

@@ -677,32 +677,29 @@ def cbafed_probes(folder) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
 
 
-def cbafed_probe_table(probes: pd.DataFrame) -> pd.DataFrame:
-    """Per probed row and federated round: the labeled client's model, the other clients' models (their mean), the
-    server's average as the run uses it, and that average with BN statistics recomputed on clean labeled images
-    (test accuracy), and the share of the unlabeled clients' images they trained on with its pseudo-labels'
-    accuracy; mean (std) n over seeds."""
+def cbafed_probe_table(probes: pd.DataFrame, row: str) -> pd.DataFrame:
+    """One probed row (a PROBE_ROWS key) per federated round: the test accuracy of the labeled client's model, of the
+    other clients' models (their mean), of the server's average as the run uses it, each also with BN statistics
+    recomputed on clean labeled images; with pseudo-labels, the share of the unlabeled clients' images trained on and
+    how many of those labels are right. Mean (std) n over seeds; empty if the row was not probed."""
+    probes = probes[probes.row == PROBE_ROWS[row]] if not probes.empty else probes
     if probes.empty:
-        return pd.DataFrame(columns=["row", "round"])
-    kind = np.where(probes.model == "labeled client", "labeled client's model",
-                    np.where(probes.model.str.startswith("client"), "unlabeled clients' models (mean)", "average"))
-    per_seed = probes.assign(kind=kind).groupby(["row", "round", "seed", "kind"])[["acc", "acc_clean_bn"]].mean()
+        return pd.DataFrame(columns=["round"])
+    kind = np.where(probes.model == "labeled client", "labeled",
+                    np.where(probes.model.str.startswith("client"), "unlabeled", "average"))
+    per_seed = probes.assign(kind=kind).groupby(["round", "seed", "kind"])[["acc", "acc_clean_bn"]].mean()
+    true_labels = (probes.pseudo_acc >= 100).all()
     rows = []
-    for (row, rnd), g in per_seed.groupby(level=["row", "round"]):
-        at = g.droplevel(["row", "round"])
-        kinds = at.index.get_level_values("kind")
-        pick = lambda k, col: at.xs(k, level="kind")[col] if k in kinds else []  # noqa: E731
-        rows.append({"row": row, "round": int(rnd),
-                     "labeled client's model": mean_std(pick("labeled client's model", "acc")),
-                     "labeled client's model, clean BN statistics": mean_std(pick("labeled client's model",
-                                                                                  "acc_clean_bn")),
-                     "unlabeled clients' models (mean)": mean_std(pick("unlabeled clients' models (mean)", "acc")),
-                     "average (the global model)": mean_std(pick("average", "acc")),
-                     "average, clean BN statistics": mean_std(pick("average", "acc_clean_bn"))})
-        pl = probes[(probes.row == row) & (probes["round"] == rnd)]
-        pl = pl.groupby("seed")[["label_ratio", "pseudo_acc"]].first()
-        true_labels = (pl.pseudo_acc >= 100).all()
-        rows[-1].update({"unlabeled images trained on (%)": "all (true labels)" if true_labels
-                         else mean_std(100 * pl.label_ratio),
-                         "their pseudo-labels right (%)": "-" if true_labels else mean_std(pl.pseudo_acc)})
+    for rnd, at in per_seed.groupby(level="round"):
+        at = at.droplevel("round")
+        v = lambda k, col: at.xs(k, level="kind")[col]  # noqa: E731
+        rows.append({"round": int(rnd), "labeled client's model": mean_std(v("labeled", "acc")),
+                     "... clean BN": mean_std(v("labeled", "acc_clean_bn")),
+                     "unlabeled clients' models": mean_std(v("unlabeled", "acc")),
+                     "average (global model)": mean_std(v("average", "acc")),
+                     "average, clean BN": mean_std(v("average", "acc_clean_bn"))})
+        if not true_labels:
+            pl = probes[probes["round"] == rnd].groupby("seed")[["label_ratio", "pseudo_acc"]].first()
+            rows[-1].update({"images passing tau_h (%)": mean_std(100 * pl.label_ratio),
+                             "their labels right (%)": mean_std(pl.pseudo_acc)})
     return pd.DataFrame(rows)
