@@ -60,6 +60,26 @@ def test_cbafed_probe_table_averages_the_right_models_over_seeds(tmp_path):
     assert report.cbafed_probe_table(report.cbafed_probes(tmp_path / "none"), "upper").empty
 
 
+def test_long_winners_table_compares_each_winner_with_its_own_partition():
+    """Issue 41's rows of Table 1 at `long`: every configured winner is a row (not run where no run is in), judged
+    against Partially Supervised and against SemiFL at its own partition."""
+    from semifl_core.report import configs as C
+    cfgs = C.long_winner_configs("long", "fashionmnist", 100)
+    runs = lambda label, accs: [dict(label=label, seed=s, final_acc=a) for s, a in enumerate(accs)]  # noqa: E731
+    winners = pd.DataFrame(runs("SemiFL, client-adaptive | iid", [80.0, 81.0, 80.5]))
+    long_df = pd.DataFrame(runs(label_of(PARTIALLY_SUPERVISED), [70.0, 71.0, 70.5])
+                           + runs("SemiFL | iid", [80.0, 81.0, 80.0]) + runs("SemiFL | non-iid-l-2", [60.0, 61.0, 60.0]))
+    t = report.long_winners_table(winners, cfgs, long_df).set_index(["row", "partition"])
+    assert len(t) == len(cfgs)
+    ca = t.loc[("SemiFL, client-adaptive", "IID")]
+    assert ca["final"] == "80.5 (0.4) n=3" and ca["beats Partially Supervised"] == "held"
+    assert ca["beats SemiFL (fixed rule)"] == "within noise" and ca["SemiFL (fixed rule), same partition"] == \
+        "80.3 (0.5) n=3"
+    k2 = t.loc[("(FL)²", "Non-IID, K=2")]
+    assert k2["final"] == "not run" and k2["beats Partially Supervised"] == "not run"
+    assert k2["SemiFL (fixed rule), same partition"] == "60.3 (0.5) n=3"      # its own partition's SemiFL
+
+
 def test_table1_keeps_the_paper_only_rows_apart_and_prints_paper_cells_as_ours():
     df = pd.DataFrame(columns=["dataset", "num_supervised", "method", "partition", "seed", "best_acc"])
     ours, only = report.table1(df, "fashionmnist", 100), report.table1_paper_only("fashionmnist", 100)

@@ -703,3 +703,19 @@ def cbafed_probe_table(probes: pd.DataFrame, row: str) -> pd.DataFrame:
             rows[-1].update({"images passing tau_h (%)": mean_std(100 * pl.label_ratio),
                              "their labels right (%)": mean_std(pl.pseudo_acc)})
     return pd.DataFrame(rows)
+
+
+def long_winners_table(winners: pd.DataFrame, configs: dict, long_df: pd.DataFrame) -> pd.DataFrame:
+    """Issue 41's rows of Table 1 at `long`: each few-label winner (configs: configs.long_winner_configs, winners:
+    run_all over them) per partition, its final accuracy beside SemiFL (fixed rule) at the same partition and
+    Partially Supervised (long_df: run_pairs over table1_configs at the same profile), with the rule's verdicts."""
+    psl = seed_values(long_df, label=label_of(PARTIALLY_SUPERVISED))
+    rows = []
+    for key in configs:
+        what, part = key.split(" | ")
+        a = seed_values(winners, label=key)
+        semifl = seed_values(long_df, label=f"{label_of(SEMIFL)} | {part}")
+        rows.append({"row": what, "partition": paper.PARTITION_NAMES.get(part, part), "final": mean_std(a),
+                     "SemiFL (fixed rule), same partition": mean_std(semifl), "Partially Supervised": mean_std(psl),
+                     "beats Partially Supervised": above(a, psl), "beats SemiFL (fixed rule)": above(a, semifl)})
+    return pd.DataFrame(rows)
