@@ -169,7 +169,7 @@ def runs_per_gpu(value, device=None, configs=()) -> int:
         name, value = "SEMIFL_RUNS_PER_GPU", os.environ["SEMIFL_RUNS_PER_GPU"].strip()
         value = int(value) if value.lstrip("-").isdigit() else value
     if value is None:   # the default, not a request: 1 off a GPU, and no more runs than fit (estimated)
-        k = RUNS_PER_GPU["cuda" if device is None else device.type]
+        k = RUNS_PER_GPU.get("cuda" if device is None else device.type, 1)
         if device is not None and device.type == "cuda" and configs and k > 1:
             import torch
             total = GPU_MEMORY_SHARE * torch.cuda.get_device_properties(device).total_memory
