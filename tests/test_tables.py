@@ -139,6 +139,8 @@ def test_one_table_style_text_left_numbers_right_display_names_one_line():
     align = [c.split("text-align: ")[1].split(";")[0] for c in cells]
     assert align == ["left", "left", "right", "right", "right"]
     assert all("white-space: nowrap" in c for c in cells)
+    heads = html.split("<th ")[1:]                                     # headers wrap: a long name keeps columns narrow
+    assert heads and all("white-space: normal" in h for h in heads)
     assert "<th" in html and ">0<" not in html.split("<tbody>")[0]     # no pandas row numbers
     assert report.table_html(df) == html                                 # deterministic (nbval compares it)
 

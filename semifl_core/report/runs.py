@@ -118,8 +118,8 @@ def _cell_texts(col: pd.Series) -> list[str]:
 
 def table_html(df: pd.DataFrame) -> str:
     """The one table style of every notebook, as HTML with inline styles (they survive JupyterLab's sanitizer, a
-    <style> block does not): text columns left, numeric columns right (numeric_column), short cells on one line,
-    display names (display_name), NA for a missing value. Deterministic: a re-render of the same frame gives the
+    <style> block does not): text columns left, numeric columns right (numeric_column), short cells on one line
+    (headers wrap at spaces), display names (display_name), NA for a missing value. Deterministic: a re-render of the same frame gives the
     same bytes (nbval compares them)."""
     from html import escape
     df = _shown_frame(df)
@@ -131,7 +131,8 @@ def table_html(df: pd.DataFrame) -> str:
         style = f"text-align: {'right' if right else 'left'}; white-space: {'nowrap' if one_line else 'normal'}" + \
             ("" if one_line else "; min-width: 14em")
         cols.append((str(name), texts, style))
-    head = "".join(f'<th style="{st}">{escape(name)}</th>' for name, _, st in cols)
+    # a header may wrap at its spaces, so a long name never widens a column of short cells past the page
+    head = "".join(f'<th style="{st.replace("nowrap", "normal")}">{escape(name)}</th>' for name, _, st in cols)
     body = "".join("<tr>" + "".join(f'<td style="{st}">{escape(texts[i])}</td>' for _, texts, st in cols) + "</tr>"
                    for i in range(len(df)))
     return (f'<table class="dataframe" style="table-layout: auto; margin-left: 0">'
