@@ -83,10 +83,10 @@ def test_run_alls_workers_on_several_gpus_each_see_their_own_in_turn(monkeypatch
 
 
 def test_k_runs_that_would_overfill_the_gpu_are_refused_with_the_most_that_fit(monkeypatch):
-    fake_gpus(monkeypatch, memory_gib=8.0)
+    fake_gpus(monkeypatch, memory_gib=40.0)
     paper = profile("paper")
     need = workers.run_memory(paper)
-    most = int(workers.GPU_MEMORY_SHARE * 8 * 2 ** 30 // need)
+    most = int(workers.GPU_MEMORY_SHARE * 40 * 2 ** 30 // need)
     assert 1 <= most < 8
     assert workers.runs_per_gpu(most, torch.device("cuda"), [paper]) == most
     with pytest.raises(ConfigError) as err:
