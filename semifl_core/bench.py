@@ -608,7 +608,7 @@ def main(argv=None) -> int:
     """python -m semifl_core.bench inference | gpu [options]: see --help."""
     import sys
 
-    from .cli import Parser, parse_sets
+    from .argv import Parser, parse_sets
     from .config import PROFILES, profile
     p = Parser(prog="python -m semifl_core.bench", description="benchmarks beyond `semifl bench`")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)

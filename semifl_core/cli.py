@@ -9,36 +9,13 @@ input or a damaged results store, 1 when training fails, 130 when interrupted.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import re
 import sys
 
-from .config import DATASETS, DEVICES, PROFILES, ConfigError, parse_value, profile
+from .argv import Parser, parse_sets
+from .config import DATASETS, DEVICES, PROFILES, ConfigError, profile
 from .methods import METHODS, PARTIALLY_SUPERVISED, SEMIFL
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, with a usage error reported like every other error: one line on stderr, exit code 2."""
-
-    def error(self, message):
-        self.exit(2, f"semifl: {message} (see {self.prog} --help)\n")
-
-
-def parse_sets(items: list[str]) -> dict:
-    """`--set NAME=VALUE ...` (repeatable, every one counts) as typed config overrides; a field given twice with
-    different values is refused."""
-    out = {}
-    for item in items:
-        name, eq, text = item.partition("=")
-        name = name.strip()
-        if not eq or not name:
-            raise ConfigError(f"--set {item!r}: expected NAME=VALUE, e.g. --set rounds=5")
-        value = parse_value(name, text.strip())
-        if name in out and out[name] != value:
-            raise ConfigError(f"--set {name} given twice ({out[name]!r} and {value!r}): give each field once")
-        out[name] = value
-    return out
 
 
 def build_parser() -> Parser:

@@ -46,7 +46,7 @@ def flower_config(cfg: Config) -> Config:
 def config_from_run_config(run_config: dict) -> Config:
     """The Config of a `flwr run`: run_config's `profile`, `dataset` (empty: the profile's) and `set` (space-separated
     field=value pairs, as `semifl run --set`)."""
-    from ..cli import parse_sets
+    from ..argv import parse_sets
     overrides = parse_sets(str(run_config.get("set", "")).split())
     return flower_config(profile(str(run_config.get("profile", "smoke")), run_config.get("dataset") or None,
                                  **overrides))

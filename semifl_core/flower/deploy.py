@@ -55,7 +55,7 @@ def _start(cmd: list[str], log: Path, env: dict) -> subprocess.Popen:
 def deploy(supernodes: int, sets: list[str], work: Path, timeout: float = 900.0) -> dict:
     """Run the deployment and the simulation of the same config; returns {"deployed", "simulated"} summaries and the
     per-round metrics compared ("equal": bool, "max_abs_diff")."""
-    from ..cli import parse_sets
+    from ..argv import parse_sets
     from ..config import profile
     from . import flower_config
     from .simulation import simulate
