@@ -46,6 +46,7 @@ import math
 import re
 from dataclasses import dataclass, field, fields
 
+from .errors import ConfigError  # noqa: F401  (defined at the bottom, so that engine can raise it too)
 from .methods import CBAFED_METHODS, FEDAVG_FIXMATCH, FL2, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
 from .methods.pseudo_labels import ALL_RULES as PSEUDO_LABEL_RULES
 
@@ -83,10 +84,6 @@ def _size(nbytes: float) -> str:
             break
         nbytes /= 1024
     return f"{nbytes:.3g} {unit}"
-
-
-class ConfigError(ValueError):
-    """A config field has a value that is not allowed. The message is one line."""
 
 
 @dataclass(frozen=True)

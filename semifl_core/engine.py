@@ -34,6 +34,7 @@ from torch.func import functional_call, grad, vmap
 from torch.utils._pytree import tree_flatten, tree_map
 
 from .augment import normalize
+from .errors import ConfigError
 from .tasks import Task
 
 
@@ -74,7 +75,6 @@ class Speed:
 
     def check(self, device) -> "Speed":
         """self, if this device can run it; ConfigError (one line) otherwise."""
-        from .config import ConfigError
         dev = torch.device(device)
         if self.cuda_graphs and dev.type != "cuda":
             raise ConfigError(f"cuda_graphs=True: needs a CUDA device, this run is on {dev}; allowed on {dev}: False")
