@@ -95,6 +95,20 @@ report.gap_table(long_df, ds, n)
 
 
 # %% [markdown]
+# ### The few-label winners at `long`
+#
+# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (campaign `label_skew_long`, about 110 CPU minutes a run, trained across sessions). A row without committed runs says *not run*; one seed gives no verdict.
+#
+
+# %%
+winner_cfgs = report.configs.long_winner_configs(long_profile, ds, n)
+winners_df = report.run_all(winner_cfgs, seed_list, results_dir, device)
+print(report.runs_summary(winners_df))
+
+# %% tags=["nbval-check-output"]
+report.long_winners_table(winners_df, winner_cfgs, long_df)
+
+# %% [markdown]
 # ## Takeaway
 #
 # Written from the claims table below (so the two cannot disagree).
