@@ -97,7 +97,7 @@ from IPython.display import Markdown, display
 
 probes = report.cbafed_probes(report.repo_path("notebooks/probes"))
 if profile == "small" and ds == "fashionmnist":
-    for key, title in [("upper", "Upper bound (FedAvg, all labeled)"), ("fixmatch", "FedAvg + FixMatch")]:
+    for key, title in report.tables.PROBE_ROWS.items():
         display(Markdown(f"**{title}**, test accuracy (%) after each federated round:"))
         display(report.cbafed_probe_table(probes, key))
 else:

@@ -2,8 +2,9 @@
 
 On a fresh H100 or H200 machine with the working tree it runs in under 8 minutes (a global deadline, default 440 s,
 skips the parts it cannot fit and says so in the table) and measures, from the same state and the same round for
-every variant, today's engine (engine.Speed.baseline()), each Speed switch alone (cuda_graphs with the flat_sgd it
-needs), all together (bf16 included) and the default (Speed.default: every switch that keeps the results):
+every variant, the engine before the speed switches (engine.Speed.baseline()), each Speed switch alone (cuda_graphs
+with the sync_free and flat_sgd it needs), all together (bf16 included) and the default (Speed.default: every switch
+that keeps the results):
 
 1. `paper` profile (WRN-28-2, N_S=250, E=5), CIFAR-10-shaped random images (the work does not depend on the pixels;
    CIFAR-10 itself is not carried), with kernel counts;                                          budget 130 s
@@ -112,6 +113,7 @@ def main(argv=None) -> int:
 
     from semifl_core import bench
     from semifl_core.data import DEBIAN_FASHION_MNIST, DataError, load
+    from semifl_core.engine import Speed
     from semifl_core.run import pick_device
     dev = pick_device(args.device)
     log(start, f"device {torch.cuda.get_device_name(dev) if dev.type == 'cuda' else 'cpu'}, torch {torch.__version__}")
@@ -119,7 +121,7 @@ def main(argv=None) -> int:
     budgets = SMOKE_BUDGET_S if args.smoke else BUDGET_S
     variants = None
     if args.smoke:   # the code path of every kind of row (a switch that needs a GPU: a row saying so), not every one
-        variants = [n for n, _ in bench.speed_variants(dev) if n in ("today", "baseline", "all") or "cuda_graphs" in n]
+        variants = [n for n, _ in bench.speed_variants(dev) if n in ("baseline", "all") or "cuda_graphs" in n]
     if args.variants:
         known = [n for n, _ in bench.speed_variants(dev)]
         variants = args.variants.split(",")
@@ -133,7 +135,7 @@ def main(argv=None) -> int:
         fmnist, found = None, " ".join(str(err).split())
         log(start, f"Fashion-MNIST NOT FOUND, going on without it: {found}")
     rows = {key: [] for key in ("paper-cifar", "paper-fmnist", "small", "grid")}
-    speed_name, speed = bench.default_speed(dev)
+    speed_name, speed = "default", Speed.default(dev)
 
     def write():
         table = bench.header(dev, [r for key in rows for r in rows[key]]) + "\n\n" + bench.markdown(

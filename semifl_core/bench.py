@@ -26,6 +26,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from .config import ConfigError
 from .data import DataError, Dataset, load
+from .engine import Speed
 from .models import make_model
 from .run import Experiment, pick_device
 
@@ -181,16 +182,10 @@ PHASES = ("sbn", "pseudo_label", "augment", "clients", "aggregate", "server", "e
 
 
 def speed_variants(device) -> list[tuple[str, object]]:
-    """(name, engine.Speed) pairs to compare, in this order: today's code (Speed.baseline()); Speed.default(device)
-    where it differs from the next; every switch this device runs together ("all"); each switch alone
-    ("+sync_free"), or with the fewest other switches it needs ("+sync_free+flat_sgd+cuda_graphs"). A switch the
-    device cannot run (Speed.check) stays in the list alone, so that its row says why. [("today", None)] without
-    engine.Speed."""
-    try:
-        from .engine import Speed
-    except ImportError:
-        return [("today", None)]
-
+    """(name, engine.Speed) pairs to compare, in this order: the code before the switches (Speed.baseline());
+    Speed.default(device) where it differs from the next; every switch this device runs together ("all"); each switch
+    alone ("+sync_free"), or with the fewest other switches it needs ("+sync_free+flat_sgd+cuda_graphs"). A switch the
+    device cannot run (Speed.check) stays in the list alone, so that its row says why."""
     def runs(speed) -> bool:
         try:
             speed.check(device)
@@ -210,19 +205,6 @@ def speed_variants(device) -> list[tuple[str, object]]:
     together = dataclasses.replace(base, **{n: True for n in ok})
     default = Speed.default(device)   # first after the baseline: what a deadline must not skip
     return out[:1] + ([("default", default)] if default not in (base, together) else []) + [("all", together)] + out[1:]
-
-
-def default_speed(device) -> tuple[str, object]:
-    """("default", engine.Speed.default(device)), or ("today", None) in a tree without engine.Speed."""
-    try:
-        from .engine import Speed
-    except ImportError:
-        return "today", None
-    return "default", Speed.default(device)
-
-
-def experiment(cfg, data, device, speed=None) -> Experiment:
-    return Experiment(cfg, data, device) if speed is None else Experiment(cfg, data, device, speed=speed)
 
 
 def _cut(tasks, steps: int) -> list:
@@ -379,9 +361,9 @@ def gpu_profile(cfg, device="auto", data_root=None, *, synthetic: bool = False, 
     flops = model_flops_per_sample(cfg, data.shape, device)
     peak, peak_note = peak_flops(device)
     pairs = [(n, v) for n, v in speed_variants(device) if variants is None or n in variants]
-    start = experiment(bench_cfg, data, device).new_state()
-    if warmup:   # untimed rounds (today's code) that bring pseudo-labels, for a threshold above 0
-        warm = experiment(bench_cfg.replace(engine=engines[-1]), data, device)
+    start = Experiment(bench_cfg, data, device).new_state()
+    if warmup:   # untimed rounds (the device's default speed) that bring pseudo-labels, for a threshold above 0
+        warm = Experiment(bench_cfg.replace(engine=engines[-1]), data, device)
         for r in range(warmup):
             warm.round(start, r)
         del warm
@@ -397,7 +379,7 @@ def gpu_profile(cfg, device="auto", data_root=None, *, synthetic: bool = False, 
                 continue
             t = time.monotonic()
             try:
-                exp = experiment(bench_cfg.replace(engine=engine), data, device, speed)
+                exp = Experiment(bench_cfg.replace(engine=engine), data, device, speed)
                 row.update(measure_round(exp, start, warmup, flops, peak, cfg.local_epochs / bench_cfg.local_epochs,
                                          count))
             except ConfigError as err:   # a switch this device cannot run (bf16 without it, CUDA graphs on a CPU)
@@ -412,8 +394,8 @@ def gpu_profile(cfg, device="auto", data_root=None, *, synthetic: bool = False, 
             last = time.monotonic() - t
             row["measure_s"] = last
             rows.append(row)
-    for row in rows:   # the same engine's baseline (today's code), to compare with
-        ref = next((r for r in rows if r["engine"] == row["engine"] and r["speed"] in ("baseline", "today")
+    for row in rows:   # the same engine's baseline (the code before the speed switches), to compare with
+        ref = next((r for r in rows if r["engine"] == row["engine"] and r["speed"] == "baseline"
                     and "client_img_s" in r), None)
         if ref is not None and "client_img_s" in row:
             row["vs_baseline"] = row["client_img_s"] / ref["client_img_s"]
@@ -432,7 +414,7 @@ def _grid_worker(index: int, device: str, specs: dict, commands, results) -> Non
         for name, spec in specs.items():
             cfg = spec["cfg"].replace(seed=index)
             data, _ = bench_data(cfg, spec.get("data_root"), dev, None, spec.get("synthetic", False))
-            exps[name] = exp = experiment(cfg, data, dev, spec.get("speed"))
+            exps[name] = exp = Experiment(cfg, data, dev, spec.get("speed"))
             with short_client_training(exp, dev):
                 exp.round(exp.new_state(), 0)
         _sync(dev)
@@ -614,7 +596,7 @@ def main(argv=None) -> int:
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=Parser)
     sub.add_parser("inference", help="evaluation images/s, folded and unfolded (BENCHMARKS.md, Inference)")
     g = sub.add_parser("gpu", help="where a round's time goes: per engine and engine.Speed variant, one round each",
-                       description="Per engine and engine.Speed variant (today's code, each switch alone, all), one "
+                       description="Per engine and engine.Speed variant (the baseline, each switch alone, all), one "
                                    "round from the same state: kernel launches per client step (torch.profiler; aten "
                                    "ops on a CPU), host syncs per round, client images/s, fraction of the FP32 peak, "
                                    "per-phase time. Runs on a CPU too.")

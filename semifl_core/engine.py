@@ -24,13 +24,11 @@ train on identical inputs:
 from __future__ import annotations
 
 import math
-from contextlib import nullcontext
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch.func import functional_call, grad, vmap
-
 from torch.utils._pytree import tree_flatten, tree_map
 
 from .augment import normalize
@@ -453,7 +451,8 @@ class VectorizedEngine:
         return params, [{k: v[i].clone() for k, v in momentum.items()} for i in range(n)], stats.cpu()
 
     def _sgd(self, params, momentum, grads, idx, lr):
-        """sgd_update after clip_grad_norm_, tensor by tensor, for the clients in idx (None = all): Speed.flat_sgd off."""
+        """sgd_update after clip_grad_norm_, tensor by tensor, for the clients in idx (None = all), when
+        Speed.flat_sgd is off."""
         cfg = self.cfg
         take = (lambda t: t) if idx is None else (lambda t: t[idx])
         if cfg.clip_norm > 0:

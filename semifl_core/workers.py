@@ -175,9 +175,7 @@ def runs_per_gpu(value, device=None, configs=()) -> int:
     if value is None:   # the default, not a request: 1 off a GPU, and no more runs than fit (estimated)
         k = RUNS_PER_GPU.get("cuda" if device is None else device.type, 1)
         if device is not None and device.type == "cuda" and configs and k > 1:
-            import torch
-            total = GPU_MEMORY_SHARE * torch.cuda.get_device_properties(device).total_memory
-            k = max(1, min(k, int(total // max(run_memory(c) for c in set(configs)))))
+            k = min(k, _fit(device, configs)[0])
         return k
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ConfigError(f"{name}={value!r}: must be an integer >= 1 (the runs trained at once on one GPU)")
@@ -189,18 +187,24 @@ def runs_per_gpu(value, device=None, configs=()) -> int:
                           else "this machine has no CUDA GPU") + "; on a CPU run_all trains one run per core (one "
                           "thread each): leave it at 1")
     if value > 1 and configs:
-        import torch
         from .config import _size
-        need, cfg = max(((run_memory(c), c) for c in set(configs)), key=lambda x: x[0])
-        props = torch.cuda.get_device_properties(device)
+        most, need, cfg, props = _fit(device, configs)
         if value * need > GPU_MEMORY_SHARE * props.total_memory:
             raise ConfigError(
                 f"{name}={value}: {value} runs of about {_size(need)} each (estimated for {cfg.model} on "
                 f"{cfg.dataset}, {cfg.num_active} clients x batch {cfg.client_batch}) need {_size(value * need)}, "
-                f"more than "
-                f"{GPU_MEMORY_SHARE:.0%} of the {_size(props.total_memory)} of the {props.name}: at most "
-                f"{max(1, int(GPU_MEMORY_SHARE * props.total_memory // need))} here")
+                f"more than {GPU_MEMORY_SHARE:.0%} of the {_size(props.total_memory)} of the {props.name}: at most "
+                f"{most} here")
     return value
+
+
+def _fit(device, configs) -> tuple:
+    """(how many runs of the largest of `configs` fit on the GPU, at least 1; that run's estimated peak; its config;
+    the GPU's properties): run_memory against GPU_MEMORY_SHARE of the device's memory."""
+    import torch
+    need, cfg = max(((run_memory(c), c) for c in set(configs)), key=lambda x: x[0])
+    props = torch.cuda.get_device_properties(device)
+    return max(1, int(GPU_MEMORY_SHARE * props.total_memory // need)), need, cfg, props
 
 
 def run_memory(cfg) -> int:
