@@ -1,9 +1,10 @@
 # `make demo`: SemiFL and Partially Supervised on Fashion-MNIST (small profile, seed 0, CPU), trained into results-demo/
 # (a second `make demo` reuses them: delete that folder to train again), printed beside the committed seeds 0-2.
-# `make test`: the test suite (with the notebooks executed headlessly in the smoke profile), the regression oracle
-# again under the scalar CPU kernels (its results must not depend on the instruction set), then nbval on the
-# committed notebooks against the committed results (SEMIFL_NO_TRAIN=1: nothing trains; a run missing from results/
-# is left out and named in the notebook, and its cells say "not run").
+# `make test`: the test suite (with the notebooks executed headlessly in the smoke profile, and nbval on the committed
+# notebooks against the committed results: SEMIFL_NO_TRAIN=1, nothing trains; a run missing from results/ is left out
+# and named in the notebook, and its cells say "not run"), then the regression oracle again under the scalar CPU
+# kernels (its results must not depend on the instruction set). The notebook tests run two notebooks at a time
+# (SEMIFL_TEST_JOBS=1: one).
 # `make test-distributed`: installs the [distributed] extra (Flower, Ray) and runs the tests of its adapters.
 # `make bench-gpu`: issue 42's GPU measurement, one markdown table (scripts/bench_gpu.py: under 8 minutes on an H100 or
 # H200; its docstring says how to carry Fashion-MNIST to a lent GPU machine). It needs no venv (a device machine has
@@ -33,7 +34,6 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed
 	$(PY) -m pytest -q tests
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q tests/test_regression.py -k equal
-	SEMIFL_NO_TRAIN=1 $(PY) -m pytest -q --nbval-lax -p no:cacheprovider notebooks/
 
 # the Flower and Ray adapters' tests: installs the [distributed] extra (flwr, ray) into the venv first
 test-distributed: $(VENV)/.installed

@@ -40,6 +40,29 @@ def test_cbafed_best_round_is_taken_after_the_warm_up(tmp_path):
     assert len(report.cbafed_paper_only()) == 3 and "not run here" in report.cbafed_paper_only().columns[-1]
 
 
+def test_cbafed_tables_say_how_the_labeled_client_was_drawn(tmp_path):
+    """Issue 41 item 5: CBAFed's rows in two settings. The table names the labeled client of each (ours balanced,
+    theirs a Dirichlet share), and cbafed_labeled_clients counts what the split gives client 0: the balanced client
+    client_labels of every class; the Dirichlet client one share of the whole training set (with the nine unlabeled
+    shares it is every image once), skewed, and drawn again for every seed."""
+    from semifl_core.data import load
+    from semifl_core.partition import make_split
+    bal, own = report.cbafed_configs("smoke", "synthetic"), report.cbafed_own_setting_configs("smoke", "synthetic")
+    empty = pd.DataFrame(columns=["label", "seed", "final_acc", "path"])
+    assert report.cbafed_table(empty, bal)["ours: labeled client"].str.startswith("balanced").all()
+    assert report.cbafed_table(empty, own)["ours: labeled client"].str.contains("Dirichlet(0.8)", regex=False).all()
+    cfg = next(iter(bal.values()))
+    b, o = report.cbafed_labeled_clients(bal, [0, 1]), report.cbafed_labeled_clients(own, [0, 1])
+    classes = b.columns[3:]
+    assert len(classes) == 10 and (b[classes] == cfg.client_labels).all().all() and (b["largest class (%)"] == 10).all()
+    labels = load("synthetic").y_train.numpy()
+    for s in (0, 1):
+        split = make_split(next(iter(own.values())).replace(seed=s), labels)
+        assert o.loc[s, "labeled images"] + sum(len(c) for c in split.clients) == len(labels)
+        assert o.loc[s, classes].tolist() == np.bincount(labels[split.labeled[0]], minlength=10).tolist()
+    assert (o["largest class (%)"] > 15).all() and o.loc[0, "labeled images"] != o.loc[1, "labeled images"]
+
+
 def test_cbafed_probe_table_averages_the_right_models_over_seeds(tmp_path):
     """scripts/cbafed_probe.py's CSVs: the labeled client, the unlabeled clients (their mean within a seed, then over
     seeds) and the average are told apart by name; the upper bound trains on true labels (no pseudo-label columns)."""

@@ -597,23 +597,48 @@ def best_after(paths, warmup: int) -> np.ndarray:
 CBAFED_BEST = "ours, best federated round"
 
 
+# how each setting draws CBAFed's labeled client (Config.cbafed_labeled), as the table names it
+CBAFED_LABELED_CLIENT = {"balanced": "balanced: {n} of each class (ours)",
+                         "dirichlet": "one Dirichlet({a}) share, as their code draws it"}
+
+
 def cbafed_table(df, cfgs: dict) -> pd.DataFrame:
-    """CBAFed's Table 1 on our runs (df: run_all over configs.cbafed_configs, cfgs those configs): per row the final
-    test accuracy and the best over the federated rounds (after the warm-up: in the warm-up only the labeled client
-    trains, the same for every row), mean (std) n, and what ran (model, warm-up + federated rounds, seeds), beside
-    CBAFed's published Fashion-MNIST number (theirs: ResNet-18, 501 + 501 rounds). The published rows we do not run
-    are cbafed_paper_only's."""
+    """CBAFed's Table 1 on our runs (df: run_all over configs.cbafed_configs or cbafed_own_setting_configs, cfgs those
+    configs): per row the final test accuracy and the best over the federated rounds (after the warm-up: in the
+    warm-up only the labeled client trains, the same for every row), mean (std) n, and what ran (the labeled client,
+    model, warm-up + federated rounds, seeds), beside CBAFed's published Fashion-MNIST number (theirs: ResNet-18,
+    501 + 501 rounds). The published rows we do not run are cbafed_paper_only's."""
     from ..methods import CBAFED_METHODS
     rows = []
     for m in CBAFED_METHODS:
         label, cfg = label_of(m), cfgs[label_of(m)]
         at = df[df.label == label].sort_values("seed")
         seeds = ", ".join(str(s) for s in at.seed) or "-"
+        labeled = CBAFED_LABELED_CLIENT[cfg.cbafed_labeled].format(n=cfg.client_labels, a=cfg.partition_kind[1])
         rows.append({"method": label, "ours, final": mean_std(at.final_acc),
                      CBAFED_BEST: mean_std(best_after(at.path, cfg.cbafed_warmup)),
+                     "ours: labeled client": labeled,
                      "ours: what ran": f"{cfg.model}, {cfg.cbafed_warmup} warm-up + {cfg.rounds - cfg.cbafed_warmup} "
                                        f"rounds, seeds {seeds}",
-                     "CBAFed paper (theirs)": paper.CBAFED_TABLE1.get(m, "-")})
+                     "CBAFed paper (theirs: a Dirichlet-drawn labeled client)": paper.CBAFED_TABLE1.get(m, "-")})
+    return pd.DataFrame(rows)
+
+
+def cbafed_labeled_clients(cfgs: dict, seeds, data_root=None) -> pd.DataFrame:
+    """What each seed's labeled client holds (cfgs: configs.cbafed_configs or cbafed_own_setting_configs; the split
+    depends on the seed only): its images per class and in all, and its largest class's share. Recomputed from the
+    split (partition.make_split), as the runs draw it; the runs do not store it."""
+    from ..data import load
+    from ..partition import make_split
+    cfg = next(iter(cfgs.values()))
+    data = load(cfg.dataset, data_root, download=False)
+    labels = data.y_train.numpy()
+    rows = []
+    for s in seeds:
+        counts = np.bincount(labels[make_split(cfg.replace(seed=s), labels).labeled[0]], minlength=data.num_classes)
+        rows.append({"seed": s, "labeled images": int(counts.sum()),
+                     "largest class (%)": round(100 * counts.max() / max(counts.sum(), 1), 1),
+                     **dict(zip(data.class_names, counts.tolist()))})
     return pd.DataFrame(rows)
 
 
