@@ -31,6 +31,8 @@ cbafed_labeled         CBAFed's labeled client: client_labels of each class ("ba
 pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau,
                        or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2),
                        global-adaptive (FreeMatch over the round's clients)
+fedrs_alpha            FedRS's restricted softmax in SemiFL's client loss: the logits of the
+                       classes a client does not hold scaled by alpha (1: off)
 rng_streams            where a round's randomness comes from: one stream for the round
                        ("round") or one per client ("client"), which a client drawing
                        in its own process (the Flower app) can reproduce
@@ -111,6 +113,8 @@ class Config:
     pseudo_label_rule: str = "fixed"     # which global pseudo-labels enter the fix set (methods/pseudo_labels.py):
                                          # fixed (Eq. 3) | class-balanced | aligned | client-adaptive |
                                          # global-adaptive
+    fedrs_alpha: float = 1.0             # FedRS (Li and Zhan, KDD 2021): a client's loss scales the logits of the
+                                         # classes it does not hold (< 5 % of its fix set) by alpha; 1 = off
     client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
     # server (labeled) training
     finetune: bool = True
@@ -253,6 +257,15 @@ class Config:
             if not 0 < self.threshold <= 1:
                 bad("threshold", f"must be in (0, 1] with pseudo_label_rule={self.pseudo_label_rule!r} (tau is "
                                  "its fixed threshold or its upper bound)")
+        if isinstance(self.fedrs_alpha, bool) or not isinstance(self.fedrs_alpha, (int, float)) \
+                or not 0 < self.fedrs_alpha <= 1:
+            bad("fedrs_alpha", "must be a number in (0, 1]: the scale of the logits of the classes a client does not "
+                               "hold (1: off)")
+        if self.fedrs_alpha != 1 and (self.algorithm != SEMIFL or not self.global_pseudo_labels):
+            bad("fedrs_alpha", f"restricts the softmax of SemiFL's client loss on its fix and mix sets, which only "
+                               f"{SEMIFL} with global_pseudo_labels=true trains ({self.algorithm}"
+                               f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} has none); "
+                               "use 1")
         if isinstance(self.cbafed_warmup, bool) or not isinstance(self.cbafed_warmup, int) \
                 or not 0 <= self.cbafed_warmup < self.rounds:
             bad("cbafed_warmup", f"must be an integer from 0 to rounds - 1 ({self.rounds - 1}): the warm-up rounds "
@@ -408,7 +421,7 @@ LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": 
                 "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
                 "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper", "cbafed_warmup": 0,
-                "cbafed_variant": "paper", "cbafed_labeled": "balanced"}
+                "cbafed_variant": "paper", "cbafed_labeled": "balanced", "fedrs_alpha": 1.0}
 
 
 def run_key(config: dict) -> str:

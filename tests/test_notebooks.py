@@ -15,10 +15,10 @@ papermill = pytest.importorskip("papermill")
 pytest.importorskip("nbval")
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
-# Order matters only for speed: later notebooks reuse the runs of earlier ones (a run two notebooks need at once is
-# trained by one and waited for by the other).
-NOTEBOOKS = ["table1", "table2", "figure6", "table3", "table5", "figure2", "learning_curves", "table4", "diagnosis",
-             "scale", "feddure_table1", "few_labels", "horizon", "theorem1", "cbafed_table1", "label_skew"]
+# Order matters only for speed: the longest first (their smoke-profile minutes), so that the two jobs end together;
+# a run two notebooks need is trained by one and reused (or waited for) by the other.
+NOTEBOOKS = ["feddure_table1", "diagnosis", "cbafed_table1", "label_skew", "scale", "few_labels", "horizon", "table1",
+             "table2", "figure2", "table5", "table3", "theorem1", "learning_curves", "figure6", "table4"]
 FIGURES = {"label_skew": ["label_skew_outcome_synthetic.png", "label_skew_mechanism_synthetic.png"],
            "cbafed_table1": ["cbafed_table1_synthetic.png"],
            "theorem1": ["theorem1_rates.png", "theorem1_critical.png"],

@@ -110,3 +110,65 @@ def test_fixmatch_loss_masks_unconfident_samples_and_counts_pseudo_labels():
     expected = (F.cross_entropy(x[0:1], torch.tensor([0])) + F.cross_entropy(x[2:3], torch.tensor([2]))) / 3
     torch.testing.assert_close(loss, expected)
     assert (n.item(), right.item(), n_mask.item(), mask_right.item()) == (3, 1, 2, 1)
+
+
+# ---------------------------------------------------------------------- FedRS's restricted softmax (fedrs_alpha)
+def test_fedrs_scale_keeps_the_classes_of_the_fix_set_and_scales_the_others():
+    """A client holds the classes with at least 5 % of its fix set: 4 of 100 labels do not make a class its own."""
+    pseudo = np.array([0] * 60 + [3] * 31 + [5] * 5 + [7] * 4)
+    np.testing.assert_array_equal(semifl.fedrs_scale(pseudo, 10, 0.5),
+                                  [1, .5, .5, 1, .5, 1, .5, .5, .5, .5])
+
+
+def test_restricted_softmax_scales_the_missing_classes_gradient_by_alpha():
+    """FedRS's point: at zero logits the gradient on the classifier row of a class the client does not hold is alpha
+    times the plain one (softmax p_c = 1/C either way, d logit / d w_c = alpha h); a held class's row is unchanged. A
+    scale of ones is the plain loss exactly."""
+    torch.manual_seed(0)
+    b = {"x": torch.randn(6, 4), "y": torch.tensor([0, 1, 0, 1, 0, 1]), "x_weak": torch.randn(6, 4),
+         "x_mix": torch.randn(6, 4), "y_mix": torch.tensor([1, 0, 0, 1, 1, 0]), "lam": torch.tensor(0.3)}
+    scale = torch.as_tensor(semifl.fedrs_scale(b["y"].numpy(), 3, 0.5)).expand(6, -1)   # holds 0 and 1, not 2
+
+    def grad(batch):
+        f = torch.nn.Linear(4, 3, bias=False)
+        torch.nn.init.zeros_(f.weight)
+        loss, _ = semifl.client_loss(f, batch)
+        loss.backward()
+        return loss, f.weight.grad
+
+    plain_loss, plain = grad(b)
+    _, restricted = grad({**b, "rs": scale})
+    torch.testing.assert_close(restricted[2], 0.5 * plain[2])
+    torch.testing.assert_close(restricted[:2], plain[:2])
+    assert plain[2].abs().sum() > 0
+    torch.manual_seed(1)
+    f = torch.nn.Linear(4, 3)
+    torch.testing.assert_close(semifl.client_loss(f, {**b, "rs": torch.ones(6, 3)})[0], semifl.client_loss(f, b)[0])
+
+
+def test_a_fedrs_run_trains_otherwise_and_both_engines_agree(tmp_path):
+    """fedrs_alpha reaches the clients' steps (a run differs from plain SemiFL) the same way in both engines, and its
+    default leaves every committed run's key as it was."""
+    import pandas as pd
+    from semifl_core.data import synthetic
+    from semifl_core.run import run
+    cfg = profile("smoke", rounds=2, threshold=0.0)
+    assert cfg.replace(fedrs_alpha=1.0).key() == cfg.key() != cfg.replace(fedrs_alpha=0.5).key()
+    out = {name: run(c, tmp_path / name, device="cpu", progress=False, data=synthetic())
+           for name, c in (("plain", cfg), ("seq", cfg.replace(fedrs_alpha=0.5)),
+                           ("vec", cfg.replace(fedrs_alpha=0.5, engine="vectorized")))}
+    acc = {k: pd.read_csv(tmp_path / k / v["path"].split("/")[-1] / "metrics.csv").client_loss.to_numpy()
+           for k, v in out.items()}
+    assert not np.allclose(acc["seq"][0], acc["plain"][0], rtol=1e-3)
+    np.testing.assert_allclose(acc["vec"][0], acc["seq"][0], rtol=1e-5)   # later rounds: float drift, amplified
+
+
+@pytest.mark.parametrize("changes", [dict(fedrs_alpha=0.0), dict(fedrs_alpha=1.5), dict(fedrs_alpha=True),
+                                     dict(fedrs_alpha=0.5, algorithm="fedavg-fixmatch"),
+                                     dict(fedrs_alpha=0.5, global_pseudo_labels=False)])
+def test_bad_fedrs_alpha_is_one_line(changes):
+    from semifl_core.config import ConfigError
+    with pytest.raises(ConfigError) as err:
+        profile("smoke", **changes)
+    msg = str(err.value)
+    assert msg.startswith("fedrs_alpha=") and "\n" not in msg

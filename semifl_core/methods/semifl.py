@@ -35,12 +35,23 @@ def supervised_loss(f, b):
 def client_loss(f, b):
     """Eq. (5), (6) with lambda = 1: L_fix = CE(f(A(x_fix)), y_fix) on the strong view; with a mix batch also
     L_mix = lam CE(f(x_mix), y_fix) + (1 - lam) CE(f(x_mix), y_mix), x_mix = lam alpha(x_fix) + (1 - lam) alpha(x_b^mix).
-    Each CE is a batch mean."""
-    loss = F.cross_entropy(f(b["x"]), b["y"])
+    Each CE is a batch mean. With b["rs"] (fedrs_alpha < 1, fedrs_scale) every CE reads the restricted logits
+    alpha_c f_c(x) instead."""
+    logits = (lambda x: f(x)) if "rs" not in b else (lambda x: f(x) * b["rs"])  # noqa: E731
+    loss = F.cross_entropy(logits(b["x"]), b["y"])
     if "x_mix" in b:
-        out = f(augment.mixup(b["x_weak"], b["x_mix"], b["lam"]))
+        out = logits(augment.mixup(b["x_weak"], b["x_mix"], b["lam"]))
         loss = loss + b["lam"] * F.cross_entropy(out, b["y"]) + (1 - b["lam"]) * F.cross_entropy(out, b["y_mix"])
     return loss, b["x"].new_zeros(0)
+
+
+def fedrs_scale(pseudo_fix: np.ndarray, num_classes: int, alpha: float) -> np.ndarray:
+    """FedRS's restricted softmax (Li and Zhan, KDD 2021): alpha_c = 1 for the classes a client holds and
+    alpha for the others, which scale their logits in its local loss, so that its update pushes the weights of classes
+    it has no data of down less. An unlabeled client knows no labels: it holds the classes of at least
+    pseudo_labels.HELD_SHARE of its fix set (the share the label-skew diagnostics read from true labels)."""
+    held = np.bincount(pseudo_fix, minlength=num_classes) >= pseudo_labels.HELD_SHARE * len(pseudo_fix)
+    return np.where(held, 1.0, alpha).astype(np.float32)
 
 
 def fixmatch_loss(threshold: float):
@@ -123,8 +134,13 @@ def fix_mix_spec(exp, labeled: dict, rng: np.random.Generator):
         return None, counts, fix, mix
     x, y_hat = labeled["x"], torch.as_tensor(labeled["pseudo"], device=exp.device)
     if exp.cfg.mix_draws == "per-read":   # the authors' loader: every read of a mix sample draws a fresh one
-        return {"x": x[fix], "y": y_hat[fix], "x_mix": x, "y_mix": y_hat, "mix_per_read": True}, counts, fix, mix
-    return {"x": x[fix], "y": y_hat[fix], "x_mix": x[mix], "y_mix": y_hat[mix]}, counts, fix, mix
+        spec = {"x": x[fix], "y": y_hat[fix], "x_mix": x, "y_mix": y_hat, "mix_per_read": True}
+    else:
+        spec = {"x": x[fix], "y": y_hat[fix], "x_mix": x[mix], "y_mix": y_hat[mix]}
+    if exp.cfg.fedrs_alpha != 1:   # the client's logit scales, one row per fix sample (its steps' batches read them)
+        scale = fedrs_scale(labeled["pseudo"][fix], exp.cfg.num_classes, exp.cfg.fedrs_alpha)
+        spec["rs"] = torch.as_tensor(scale, device=exp.device).expand(len(fix), -1)
+    return spec, counts, fix, mix
 
 
 def record_labels(rec: RoundRecord, counts: np.ndarray) -> None:

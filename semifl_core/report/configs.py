@@ -395,6 +395,24 @@ def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
+# Issue 41's second fix, fixed before any code or run of it (docs/label_skew.md, "The next fix"): FedRS's restricted
+# softmax (alpha 0.5) in SemiFL's client loss, with SemiFL's own fixed rule, small profile, IID and Non-IID K=2, and
+# K=2 instrumented; judged against Partially Supervised and SemiFL with the fixed rule at the same partition.
+FEDRS_ALPHA = 0.5
+FEDRS = f"FedRS, alpha {FEDRS_ALPHA}"
+
+
+def label_skew_fedrs_configs(p, ds, n, rounds=None) -> dict:
+    """{'row | SemiFL | partition': Config}: SemiFL with FedRS and with plain softmax (the fixed rule both), the
+    instrumented FedRS run under K=2, and the baselines (Partially Supervised, Fully Supervised)."""
+    from ..methods.pseudo_labels import FIXED
+    out = {f"{row} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part, **over)
+           for part in (SKEW_PARTITION, "iid") for row, over in ((FEDRS, dict(fedrs_alpha=FEDRS_ALPHA)), (FIXED, {}))}
+    out[f"{FEDRS} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)"] = make(
+        p, ds, n, rounds, partition=SKEW_PARTITION, fedrs_alpha=FEDRS_ALPHA, diagnostics=True)
+    return {**out, **baseline_configs(p, ds, n, rounds)}
+
+
 # Issue 41, "do the few-label winners hold at `long`?": SemiFL with the client-adaptive rule and (FL)^2 at the `long`
 # profile (R=300), IID and Non-IID K=2; Table 1 at `long` shows them beside SemiFL and Partially Supervised.
 LONG_WINNER_PARTITIONS = ("iid", "non-iid-l-2")
