@@ -71,6 +71,28 @@ def test_claims_follow_the_rule_and_the_takeaway_states_exactly_the_held_ones(tm
         assert (claim in held_part) == (verdict == "held"), claim
 
 
+def test_the_second_fix_is_judged_against_partially_supervised_and_plain_softmax(tmp_path):
+    """FedRS's table and claims: its rows by partition, its verdicts by the rule, and its instrumented runs judged on
+    the drop of the classes a client does not hold against the fixed rule's (here 10 against 20 points: held)."""
+    mech, rows = _mech(tmp_path)
+    rs = {("FedRS, alpha 0.5 | SemiFL | non-iid-l-2 (instrumented)", s): {
+        **rows[(FX, s)], "skew_dacc_unheld": -10.0 + np.arange(4) * 0.1} for s in (0, 1, 2)}
+    mech = pd.concat([mech, _runs(tmp_path / "rs", rs)], ignore_index=True)
+    finals = {(f"{row} | SemiFL | {part}", s): {"test_acc": [acc + s * 0.1]}
+              for part, accs in (("iid", (74.0, 73.0)), ("non-iid-l-2", (66.0, 72.0)))
+              for row, acc in zip(("FedRS, alpha 0.5", "fixed"), accs) for s in (0, 1, 2)}
+    finals.update({("Partially Supervised", s): {"test_acc": [70.0 + s * 0.1]} for s in (0, 1, 2)})
+    table = skew.fedrs_table(_runs(tmp_path / "plain", finals))
+    assert table.loc["Non-IID, K=2", "FedRS vs SemiFL"] == "not held"
+    assert table.loc["IID", "FedRS vs Partially Supervised"] == "held"
+    assert table.loc["IID", "SemiFL + FedRS"] == "74.1 (0.1) n=3"
+    verdicts = dict(zip(*skew.claims(mech, skew.fix_table(mech.iloc[:0]), table)[["claim", "held"]].T.values))
+    assert verdicts["SemiFL + FedRS: a client's update lowers the classes it does not hold less than the fixed rule's "
+                    "with plain softmax"] == "held"
+    assert verdicts["Non-IID, K=2: SemiFL + FedRS beats SemiFL (fixed rule, plain softmax)"] == "not held"
+    assert "FedRS, alpha 0.5" in skew.mechanism_table(mech).columns
+
+
 def test_an_empty_store_gives_not_run_everywhere(tmp_path):
     empty = pd.DataFrame(columns=["label", "seed", "partition", "path", "final_acc"])
     table = skew.fix_table(empty)

@@ -14,7 +14,7 @@ import pandas as pd
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
 from .claims import claims as make_claims
-from .configs import label_of
+from .configs import FEDRS, label_of
 from .paper import IID, NON_IID_K2
 from .rule import above, at_least
 from .runs import curves
@@ -97,14 +97,29 @@ def fix_table(df: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("partition")
 
 
+def fedrs_table(df: pd.DataFrame) -> pd.DataFrame:
+    """The second fix (df: run_all over configs.label_skew_fedrs_configs): final-round accuracy of SemiFL with FedRS's
+    restricted softmax, SemiFL with plain softmax (the fixed rule both) and Partially Supervised per partition, with
+    the verdicts of FedRS against both."""
+    psl = seed_values(df, label=label_of(PARTIALLY_SUPERVISED))
+    rows = []
+    for part, name in PARTITION_NAMES.items():
+        fedrs, fixed = (seed_values(df, label=f"{row} | {label_of(SEMIFL)} | {part}") for row in (FEDRS, FIXED))
+        rows.append({"partition": name, "Partially Supervised": mean_std(psl), "SemiFL (fixed rule)": mean_std(fixed),
+                     "SemiFL + FedRS": mean_std(fedrs), "FedRS vs Partially Supervised": above(fedrs, psl),
+                     "FedRS vs SemiFL": above(fedrs, fixed)})
+    return pd.DataFrame(rows).set_index("partition")
+
+
 def _values(means, row, col, scale=1.0) -> np.ndarray:
     m = means[means.row == row].sort_values("seed")
     return (m[col].to_numpy(float) * scale) if col in m else np.array([])
 
 
-def claims(mech: pd.DataFrame, fix: pd.DataFrame) -> pd.DataFrame:
-    """The study's claims: the mechanism (from the instrumented runs) and the fix (from the plain runs), each with its
-    verdict by the package's rule and its evidence."""
+def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = None) -> pd.DataFrame:
+    """The study's claims: the mechanism (from the instrumented runs, FedRS's among them), the fix (from the plain
+    runs) and, with `fedrs` (fedrs_table), the second fix, each with its verdict by the package's rule and its
+    evidence."""
     means = run_means(mech)
     v = lambda row, col, scale=1.0: _values(means, row, col, scale)   # noqa: E731
     ev = lambda a, b: f"{mean_std(a)} vs {mean_std(b)}"   # noqa: E731
@@ -126,6 +141,10 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame) -> pd.DataFrame:
     ca_drop, fx_drop = -v(SEMIFL_CA, "skew_dacc_unheld"), -v(SEMIFL_FIXED, "skew_dacc_unheld")
     items.append((f"{SEMIFL_CA}'s updates lower those classes more than the fixed rule's", above(ca_drop, fx_drop),
                   f"drop, points {ev(ca_drop, fx_drop)}"))
+    if fedrs is not None:
+        rs_drop = -v(FEDRS, "skew_dacc_unheld")
+        items.append((f"SemiFL + FedRS: a client's update lowers the classes it does not hold less than the fixed "
+                      "rule's with plain softmax", above(fx_drop, rs_drop), f"drop, points {ev(rs_drop, fx_drop)}"))
     for part, name in PARTITION_NAMES.items():
         r = fix.loc[name]
         items.append((f"{name}: the global-adaptive rule (the fix) beats Partially Supervised",
@@ -133,4 +152,10 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame) -> pd.DataFrame:
                       f"{r['global-adaptive (the fix)']} vs {r['Partially Supervised']}"))
         items.append((f"{name}: the global-adaptive rule beats the client-adaptive rule", r["fix vs client-adaptive"],
                       f"{r['global-adaptive (the fix)']} vs {r['client-adaptive']}"))
+    for part, name in PARTITION_NAMES.items() if fedrs is not None else ():
+        r = fedrs.loc[name]
+        items.append((f"{name}: SemiFL + FedRS (the second fix) beats Partially Supervised",
+                      r["FedRS vs Partially Supervised"], f"{r['SemiFL + FedRS']} vs {r['Partially Supervised']}"))
+        items.append((f"{name}: SemiFL + FedRS beats SemiFL (fixed rule, plain softmax)", r["FedRS vs SemiFL"],
+                      f"{r['SemiFL + FedRS']} vs {r['SemiFL (fixed rule)']}"))
     return make_claims(items)
