@@ -102,9 +102,10 @@ def confident_counts(selected: list[dict], num_classes: int) -> np.ndarray:
 HELD_SHARE = 0.05   # a client "holds" a class when at least 5 % of its images are of it (Non-IID K=2: its two classes)
 
 
-def held_classes(truth: np.ndarray, num_classes: int) -> np.ndarray:
-    """Which classes a client holds (a boolean per class), from its true labels."""
-    return np.bincount(truth, minlength=num_classes) >= HELD_SHARE * len(truth)
+def held_classes(labels: np.ndarray, num_classes: int) -> np.ndarray:
+    """Which classes a client holds (a boolean per class), from its labels: its true labels in the diagnostics, its
+    fix set's pseudo-labels in FedRS's loss (semifl.fedrs_scale), which knows no true label."""
+    return np.bincount(labels, minlength=num_classes) >= HELD_SHARE * len(labels)
 
 
 def skew_measures(labeled: list[dict], num_classes: int) -> dict:

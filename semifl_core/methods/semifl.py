@@ -50,8 +50,7 @@ def fedrs_scale(pseudo_fix: np.ndarray, num_classes: int, alpha: float) -> np.nd
     alpha for the others, which scale their logits in its local loss, so that its update pushes the weights of classes
     it has no data of down less. An unlabeled client knows no labels: it holds the classes of at least
     pseudo_labels.HELD_SHARE of its fix set (the share the label-skew diagnostics read from true labels)."""
-    held = np.bincount(pseudo_fix, minlength=num_classes) >= pseudo_labels.HELD_SHARE * len(pseudo_fix)
-    return np.where(held, 1.0, alpha).astype(np.float32)
+    return np.where(pseudo_labels.held_classes(pseudo_fix, num_classes), 1.0, alpha).astype(np.float32)
 
 
 def fixmatch_loss(threshold: float):

@@ -83,32 +83,41 @@ def mechanism_curves(df: pd.DataFrame) -> pd.DataFrame:
         columns=["round", "row", "seed", "measure", "classes", "value"])
 
 
-def fix_table(df: pd.DataFrame) -> pd.DataFrame:
-    """Final-round accuracy of the fix (global-adaptive), client-adaptive and Partially Supervised per partition,
-    with the verdicts of the fix against both."""
+def _judged_table(df: pd.DataFrame, fix: tuple[str, str], rival: tuple[str, str],
+                  vs: tuple[str, str]) -> pd.DataFrame:
+    """Per partition, the final-round accuracy of Partially Supervised, of the rival and of the fix (each a (row as
+    the run labels name it, column name) pair; their runs are 'row | SemiFL | partition'), and the fix's verdicts
+    against both (columns '<vs[0]> vs Partially Supervised' and '<vs[0]> vs <vs[1]>')."""
     psl = seed_values(df, label=label_of(PARTIALLY_SUPERVISED))
     rows = []
     for part, name in PARTITION_NAMES.items():
-        fix, ca = (seed_values(df, label=f"{rule} | {label_of(SEMIFL)} | {part}")
-                   for rule in (GLOBAL_ADAPTIVE, CLIENT_ADAPTIVE))
-        rows.append({"partition": name, "Partially Supervised": mean_std(psl), "client-adaptive": mean_std(ca),
-                     "global-adaptive (the fix)": mean_std(fix),
-                     "fix vs Partially Supervised": above(fix, psl), "fix vs client-adaptive": above(fix, ca)})
+        f, r = (seed_values(df, label=f"{row} | {label_of(SEMIFL)} | {part}") for row, _ in (fix, rival))
+        rows.append({"partition": name, "Partially Supervised": mean_std(psl), rival[1]: mean_std(r),
+                     fix[1]: mean_std(f), f"{vs[0]} vs Partially Supervised": above(f, psl),
+                     f"{vs[0]} vs {vs[1]}": above(f, r)})
     return pd.DataFrame(rows).set_index("partition")
+
+
+def fix_table(df: pd.DataFrame) -> pd.DataFrame:
+    """Final-round accuracy of the fix (global-adaptive), client-adaptive and Partially Supervised per partition,
+    with the verdicts of the fix against both."""
+    return _judged_table(df, (GLOBAL_ADAPTIVE, "global-adaptive (the fix)"), (CLIENT_ADAPTIVE, "client-adaptive"),
+                         ("fix", "client-adaptive"))
 
 
 def fedrs_table(df: pd.DataFrame) -> pd.DataFrame:
     """The second fix (df: run_all over configs.label_skew_fedrs_configs): final-round accuracy of SemiFL with FedRS's
     restricted softmax, SemiFL with plain softmax (the fixed rule both) and Partially Supervised per partition, with
     the verdicts of FedRS against both."""
-    psl = seed_values(df, label=label_of(PARTIALLY_SUPERVISED))
-    rows = []
-    for part, name in PARTITION_NAMES.items():
-        fedrs, fixed = (seed_values(df, label=f"{row} | {label_of(SEMIFL)} | {part}") for row in (FEDRS, FIXED))
-        rows.append({"partition": name, "Partially Supervised": mean_std(psl), "SemiFL (fixed rule)": mean_std(fixed),
-                     "SemiFL + FedRS": mean_std(fedrs), "FedRS vs Partially Supervised": above(fedrs, psl),
-                     "FedRS vs SemiFL": above(fedrs, fixed)})
-    return pd.DataFrame(rows).set_index("partition")
+    return _judged_table(df, (FEDRS, "SemiFL + FedRS"), (FIXED, "SemiFL (fixed rule)"), ("FedRS", "SemiFL"))
+
+
+def _judged_claims(table: pd.DataFrame, beats_psl: str, beats_rival: str) -> list:
+    """Two claims per partition of a _judged_table: the fix beats Partially Supervised, and beats its rival."""
+    psl, rival, fix, vs_psl, vs_rival = table.columns
+    return [item for name, r in table.iterrows() for item in (
+        (f"{name}: {beats_psl}", r[vs_psl], f"{r[fix]} vs {r[psl]}"),
+        (f"{name}: {beats_rival}", r[vs_rival], f"{r[fix]} vs {r[rival]}"))]
 
 
 def _values(means, row, col, scale=1.0) -> np.ndarray:
@@ -145,17 +154,9 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = N
         rs_drop = -v(FEDRS, "skew_dacc_unheld")
         items.append((f"SemiFL + FedRS: a client's update lowers the classes it does not hold less than the fixed "
                       "rule's with plain softmax", above(fx_drop, rs_drop), f"drop, points {ev(rs_drop, fx_drop)}"))
-    for part, name in PARTITION_NAMES.items():
-        r = fix.loc[name]
-        items.append((f"{name}: the global-adaptive rule (the fix) beats Partially Supervised",
-                      r["fix vs Partially Supervised"],
-                      f"{r['global-adaptive (the fix)']} vs {r['Partially Supervised']}"))
-        items.append((f"{name}: the global-adaptive rule beats the client-adaptive rule", r["fix vs client-adaptive"],
-                      f"{r['global-adaptive (the fix)']} vs {r['client-adaptive']}"))
-    for part, name in PARTITION_NAMES.items() if fedrs is not None else ():
-        r = fedrs.loc[name]
-        items.append((f"{name}: SemiFL + FedRS (the second fix) beats Partially Supervised",
-                      r["FedRS vs Partially Supervised"], f"{r['SemiFL + FedRS']} vs {r['Partially Supervised']}"))
-        items.append((f"{name}: SemiFL + FedRS beats SemiFL (fixed rule, plain softmax)", r["FedRS vs SemiFL"],
-                      f"{r['SemiFL + FedRS']} vs {r['SemiFL (fixed rule)']}"))
+    items += _judged_claims(fix, "the global-adaptive rule (the fix) beats Partially Supervised",
+                            "the global-adaptive rule beats the client-adaptive rule")
+    if fedrs is not None:
+        items += _judged_claims(fedrs, "SemiFL + FedRS (the second fix) beats Partially Supervised",
+                                "SemiFL + FedRS beats SemiFL (fixed rule, plain softmax)")
     return make_claims(items)
