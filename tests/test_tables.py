@@ -202,6 +202,18 @@ def test_fully_supervised_is_a_reference_line_and_bands_stay_in_bounds():
     plt.close(fig)
 
 
+def test_a_dashed_series_is_drawn_dashed_and_on_top_of_the_line_it_lies_on():
+    import matplotlib.pyplot as plt
+    rows = [dict(round=r, seed=s, method=m, partition="iid", test_acc=90.0)
+            for r in range(1, 6) for s in range(2) for m in ("SemiFL, fixed", "FedRS, alpha 0.5")]
+    fig = report.lineplot_grid(pd.DataFrame(rows), "test_acc", hue="method", col="partition",
+                               hue_order=["FedRS, alpha 0.5", "SemiFL, fixed"], dashed=["FedRS, alpha 0.5"])
+    lines = fig.axes[0].lines
+    assert [ln.get_label() for ln in lines] == ["SemiFL, fixed", "FedRS, alpha 0.5"]   # dashed last: on top
+    assert [ln.get_linestyle() for ln in lines] == ["-", "--"]
+    plt.close(fig)
+
+
 def test_figure6_label_ratio_is_a_fraction_and_titles_do_not_overlap():
     import matplotlib.pyplot as plt
     rows = [dict(round=r, seed=s, method=m, partition=p, metric=metric, value=v * (0.9 + 0.1 * s))

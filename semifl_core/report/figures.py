@@ -57,10 +57,11 @@ def reference_line(ax, g: pd.DataFrame, y: str, color, label: str, x: str = "rou
 
 def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: str = "round", ylabel=None,
                   title=None, height: float = 3.0, bounds=(0, 100), refs=(), hue_order=None, xlabel="round",
-                  wrap=None):
+                  wrap=None, dashed=()):
     """y over rounds, one panel per col (and row), one line per hue: the mean over seeds and a band of one std
     (clipped to `bounds`: a (low, high) pair, or a dict from a col or row value to its pair). Hue values in `refs`
-    are drawn as reference lines (their final value). Titles, legend (outside the panels, below them) and values use
+    are drawn as reference lines (their final value); hue values in `dashed` as dashed lines, drawn last, so that a
+    line lying on another (e.g. two rules with the same threshold) stays visible. Titles, legend (outside the panels, below them) and values use
     display names; ylabel is a string or a dict from a col or row value to its label; wrap (no row): at most that
     many panels a line, so that a figure stays readable at a notebook's width. None when nothing to draw."""
     import matplotlib.pyplot as plt
@@ -86,12 +87,13 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
         ax = axes.flat[k]
         at = d[(d[col] == c) & ((d[row] == r) if row else True)]
         lo, hi = pick(bounds, r, c) or (None, None)
-        for h in hues:
+        dash = {display_name(h) for h in dashed}
+        for h in sorted(hues, key=lambda h: h in dash):
             g = at[at[hue] == h]
             if len(g) and h in refs:
                 reference_line(ax, g, y, color[h], f"{h} (its final accuracy)", x)
             elif len(g):
-                mean_band(ax, g, x, y, color[h], h, (lo, hi))
+                mean_band(ax, g, x, y, color[h], h, (lo, hi), **({"ls": "--"} if h in dash else {}))
         ax.set_title(c if r is None else f"{r} | {c}", fontsize=10)
         ax.set_xlabel(xlabel)
         ax.set_ylabel(pick(ylabel, r, c) or y)
