@@ -129,6 +129,19 @@ def test_feddure_length_table_and_claims_read_each_length_from_its_own_runs():
     assert (none.loc[none.index.str.contains("200 rounds"), "held"] == "not run").all()
 
 
+def test_feddure_released_table_takes_each_seeds_last_round_and_leaves_out_rows_with_no_run():
+    released = pd.DataFrame({"seed": [0, 0, 1, 1], "rounds": 200, "round": [200, 100, 100, 200],
+                             "test_acc": [40.0, 99.0, 99.0, 50.0]})    # rows out of order: the last round counts
+    long = pd.DataFrame([{"row": row, "setting": "(DIR, DIR)", "seed": s, "final_acc": v}
+                         for row, vals in (("FedDure (paper)", [30, 32, 31]), ("FedAvg* (labeled only)", [60, 62]))
+                         for s, v in enumerate(vals)])
+    t = report.tables.feddure_released_table(long, released).set_index("row")
+    assert list(t.columns) == ["seed 0", "seed 1", "mean"]               # the released code's seeds only
+    assert t.iloc[0]["seed 0"] == "40.0" and t.iloc[0]["mean"].startswith("45.0")
+    assert t.loc["FedDure (paper), ours", "mean"].startswith("31.0")       # seeds 0-1 of ours, not seed 2
+    assert not any("code" in r and r.endswith("ours") for r in t.index)   # no run of that row: no row
+
+
 def test_notebook_default_folders_are_the_repositorys_from_any_working_directory(tmp_path, monkeypatch):
     # issue 12 item 11: papermill from the root or from notebooks/ must read and write the clone's results/
     for cwd in (tmp_path, report.REPO / "notebooks"):
