@@ -78,7 +78,7 @@ skew.fix_table(fix)
 # %% [markdown]
 # ## The mechanism: what each rule does with the classes a client does not hold
 #
-# Per round, averaged over the round's active clients (mean over seeds, band one std). Top row: the classes a client holds; bottom row: the classes it does not hold. Left, the threshold the rule gives those classes; middle, the share of the pseudo-labels in those classes that pass it (in the bottom row every one of them is wrong); right, how a client's local update moves the start model's test accuracy on those classes (points). FedRS (dashed) keeps the fixed rule's threshold, so in the left panels its line lies on the fixed rule's.
+# Per round, averaged over the round's active clients (mean over seeds, band one std). Top row: the classes a client holds; bottom row: the classes it does not hold. Left, the threshold the rule gives those classes; middle, the share of the pseudo-labels in those classes that pass it (in the bottom row every one of them is wrong); right, how a client's local update moves the start model's test accuracy on those classes (points). FedRS (dashed) keeps the fixed rule's threshold, so in the left panels its line lies on the fixed rule's; (FL)² uses the client-adaptive rule, and its thresholds lie on that rule's.
 
 # %%
 cur = skew.mechanism_curves(mech)
