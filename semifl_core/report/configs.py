@@ -395,7 +395,7 @@ def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# Issue 41's second fix, fixed before any code or run of it (docs/label_skew.md, "The next fix"): FedRS's restricted
+# Issue 41's second fix, fixed before any code or run of it (docs/label_skew.md, "The second fix"): FedRS's restricted
 # softmax (alpha 0.5) in SemiFL's client loss, with SemiFL's own fixed rule, small profile, IID and Non-IID K=2, and
 # K=2 instrumented; judged against Partially Supervised and SemiFL with the fixed rule at the same partition.
 FEDRS_ALPHA = 0.5

@@ -61,9 +61,10 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
     """y over rounds, one panel per col (and row), one line per hue: the mean over seeds and a band of one std
     (clipped to `bounds`: a (low, high) pair, or a dict from a col or row value to its pair). Hue values in `refs`
     are drawn as reference lines (their final value); hue values in `dashed` as dashed lines, drawn last, so that a
-    line lying on another (e.g. two rules with the same threshold) stays visible. Titles, legend (outside the panels, below them) and values use
-    display names; ylabel is a string or a dict from a col or row value to its label; wrap (no row): at most that
-    many panels a line, so that a figure stays readable at a notebook's width. None when nothing to draw."""
+    line lying on another (e.g. two rules with the same threshold) stays visible. Titles, legend (outside the panels,
+    below them) and values use display names; ylabel is a string or a dict from a col or row value to its label; wrap
+    (no row): at most that many panels a line, so that a figure stays readable at a notebook's width. None when
+    nothing to draw."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
     d = data.dropna(subset=[y])
@@ -78,6 +79,8 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
     nrow = -(-len(cells) // ncol)
     hues = [h for h in (hue_order or dict.fromkeys(d[hue])) if h in set(d[hue])]
     color = dict(zip(hues, colors(len(hues))))
+    dash = {display_name(h) for h in dashed}
+    drawn = sorted(hues, key=lambda h: h in dash)   # the dashed last, on top
     pick = lambda v, r, c: v.get(c, v.get(r)) if isinstance(v, dict) else v   # noqa: E731
     fig, axes = plt.subplots(nrow, ncol, figsize=(4.4 * ncol, height * nrow + 0.9), squeeze=False,
                              layout="constrained")
@@ -87,8 +90,7 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
         ax = axes.flat[k]
         at = d[(d[col] == c) & ((d[row] == r) if row else True)]
         lo, hi = pick(bounds, r, c) or (None, None)
-        dash = {display_name(h) for h in dashed}
-        for h in sorted(hues, key=lambda h: h in dash):
+        for h in drawn:
             g = at[at[hue] == h]
             if len(g) and h in refs:
                 reference_line(ax, g, y, color[h], f"{h} (its final accuracy)", x)

@@ -682,9 +682,9 @@ def feddure_released_table(df, released: pd.DataFrame, setting: str = "(DIR, DIR
             for r in (FEDDURE_PAPER, FEDDURE_CODE, label_of(FEDAVG_LABELED))}
     rows = [{"row": FEDDURE_RELEASED, **{f"seed {s}": f"{last[s]:.1f}" for s in seeds}, "mean": mean_std(last[seeds])}]
     for r, v in ours.items():
-        got = [v[s] for s in seeds if s in v.index]
         if v.empty:
             continue
+        got = [v[s] for s in seeds if s in v.index]
         rows.append({"row": f"{r}, ours", **{f"seed {s}": f"{v[s]:.1f}" if s in v.index else "not run" for s in seeds},
                      "mean": mean_std(got)})
     return pd.DataFrame(rows)
