@@ -110,8 +110,9 @@ def label_skew_fedrs() -> list[tuple[str, Config]]:
 
 def label_skew_long() -> list[tuple[str, Config]]:
     """Issue 41's long runs: Partially Supervised at R=800 seeds 1-2 (minutes), then client-adaptive SemiFL and (FL)^2
-    at `long` (IID, then Non-IID K=2; about 2 CPU hours each), then SemiFL at R=800 seeds 1-2 (about 4 hours each:
-    start those only on a lane that has the time, a checkpoint stays on the machine that wrote it)."""
+    at `long` (IID, then Non-IID K=2; about 2 CPU hours each: client-adaptive IID took 110 minutes), then SemiFL at
+    R=800 seeds 1-2 (seed 0 took 151 minutes, two runs at once on the 2-core VM; a checkpoint stays on the machine
+    that wrote it, so a run finishes where it started)."""
     r800 = C.horizon_configs("small", "fashionmnist", 100, 800)
     semifl, psl = (f"R=800 | {C.label_of(m)}" for m in (C.SEMIFL, C.PARTIALLY_SUPERVISED))
     out = [(f"label skew: {psl} (seed {s})", r800[psl].replace(seed=s)) for s in (1, 2)]

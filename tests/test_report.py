@@ -141,6 +141,11 @@ def test_feddure_released_table_takes_each_seeds_last_round_and_leaves_out_rows_
     assert t.loc["FedDure (paper), ours", "mean"].startswith("31.0")       # seeds 0-1 of ours, not seed 2
     assert not any("code" in r and r.endswith("ours") for r in t.index)   # no run of that row: no row
 
+    short = long.assign(final_acc=long.final_acc - 20)
+    by_length = report.tables.feddure_released_tables(released, {50: short, 200: long})
+    assert list(by_length) == [200]                                      # it ran at 200 rounds only: no 50-round table
+    assert by_length[200].equals(report.tables.feddure_released_table(long, released))
+
 
 def test_notebook_default_folders_are_the_repositorys_from_any_working_directory(tmp_path, monkeypatch):
     # issue 12 item 11: papermill from the root or from notebooks/ must read and write the clone's results/

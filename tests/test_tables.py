@@ -101,6 +101,11 @@ def test_long_winners_table_compares_each_winner_with_its_own_partition():
     k2 = t.loc[("(FL)²", "Non-IID, K=2")]
     assert k2["final"] == "not run" and k2["beats Partially Supervised"] == "not run"
     assert k2["SemiFL (fixed rule), same partition"] == "60.3 (0.5) n=3"      # its own partition's SemiFL
+    no_horizons = pd.DataFrame(columns=["R", "seed", "method", "final_acc", "path"])
+    c = report.horizon_claims(no_horizons, (), winners=report.long_winners_table(winners, cfgs, long_df))
+    c = c.set_index("claim").held                                          # the claims read the table's verdicts
+    assert c["[long, IID] SemiFL, client-adaptive beats Partially Supervised"] == "held"
+    assert c["[long, Non-IID, K=2] (FL)² beats Partially Supervised"] == "not run" and len(c) == len(cfgs)
 
 
 def test_table1_keeps_the_paper_only_rows_apart_and_prints_paper_cells_as_ours():

@@ -359,11 +359,12 @@ def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:
     return claims(items)
 
 
-def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long") -> pd.DataFrame:
+def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winners=None) -> pd.DataFrame:
     """The training-length study's claims (df: configs.horizon_runs), per R in `horizons`: SemiFL above Partially
     Supervised, the centralized ceiling above it, SemiFL closing at least half the gap (the paper: 87 % under IID).
     With long_df (Table 1's runs at the `long_name` profile, for (dataset, N_S) `pair`), the same first claim per
-    partition at that profile, final round as above."""
+    partition at that profile, final round as above; with `winners` (tables.long_winners_table), each few-label
+    winner's verdict against Partially Supervised, read from that table so that the two cannot disagree."""
     from .tables import GAP_FINAL, horizon_points
     pts, items = horizon_points(df), []
     for r in horizons:
@@ -383,6 +384,9 @@ def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long") -> p
             semi = accuracy(long_df, ds, n, label_of(SEMIFL), part, metric="final_acc")
             items.append((f"[{long_name}, {paper.PARTITION_NAMES[part]}] SemiFL beats Partially Supervised",
                           above(semi[2], psl[2]), f"{semi[1]} vs {psl[1]}"))
+    for w in [] if winners is None else winners.to_dict("records"):
+        items.append((f"[{long_name}, {w['partition']}] {w['row']} beats Partially Supervised",
+                      w["beats Partially Supervised"], f"{w['final']} vs {w['Partially Supervised']}"))
     return claims(items)
 
 

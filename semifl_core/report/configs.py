@@ -261,7 +261,6 @@ def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
 # R rounds (the cosine schedule spans R; Partially Supervised gets the same server budget, R x server epochs).
 # R=30 is the small profile itself; R >= 100 is evaluated every 10 rounds (R=300 is the `long` profile exactly).
 HORIZONS = (30, 100, 300, 800)
-HORIZON_SEEDS = {30: (0, 1, 2), 100: (0, 1, 2), 300: (0, 1, 2), 800: (0,)}
 
 
 FIXMATCH_HORIZONS = (30, 300)   # centralized FixMatch, the ceiling, at the profile's R and at 10x
@@ -325,16 +324,15 @@ def horizons_of(p, ds=None) -> tuple:
 
 
 def horizon_runs(p, ds, n, seeds=None, results_dir=None, device="auto") -> pd.DataFrame:
-    """Every horizon's runs (HORIZONS at the small profile, else the profile's R and twice it; seeds HORIZON_SEEDS[r],
-    or `seeds` for every r), with an 'R' column and the
-    'method' (SemiFL, Partially Supervised, FixMatch (centralized)); Fully Supervised (its own length) as well."""
+    """Every horizon's runs (HORIZONS at the small profile, else the profile's R and twice it; seeds 0-2, or `seeds`),
+    with an 'R' column and the 'method' (SemiFL, Partially Supervised, FixMatch (centralized)); Fully Supervised (its
+    own length) as well."""
+    seeds = (0, 1, 2) if seeds is None else seeds
     parts = []
     for r in horizons_of(p, ds):
-        d = run_all(horizon_configs(p, ds, n, r), seeds if seeds is not None else HORIZON_SEEDS.get(r, (0, 1, 2)),
-                    results_dir, device)
+        d = run_all(horizon_configs(p, ds, n, r), seeds, results_dir, device)
         parts.append(d.assign(R=r))
-    fsl = run_all({label_of(FULLY_SUPERVISED): make(p, ds, n, algorithm=FULLY_SUPERVISED)},
-                  seeds if seeds is not None else (0, 1, 2), results_dir, device)
+    fsl = run_all({label_of(FULLY_SUPERVISED): make(p, ds, n, algorithm=FULLY_SUPERVISED)}, seeds, results_dir, device)
     df = pd.concat([*parts, fsl.assign(R=0)], ignore_index=True)
     df["method"] = df.label.str.split(" | ", regex=False).str[-1]
     return df

@@ -690,6 +690,13 @@ def feddure_released_table(df, released: pd.DataFrame, setting: str = "(DIR, DIR
     return pd.DataFrame(rows)
 
 
+def feddure_released_tables(released: pd.DataFrame, ours_by_rounds: dict, setting: str = "(DIR, DIR)") -> dict:
+    """feddure_released_table at each length of ours (rounds -> our runs of that length) at which the released code
+    ran, keyed by rounds; a length it did not run at is left out (an empty dict: it ran at none of them)."""
+    return {at: feddure_released_table(ours, released[released.rounds == at], setting)
+            for at, ours in ours_by_rounds.items() if (released.rounds == at).any()}
+
+
 # scripts/cbafed_probe.py's CSVs (notebooks/probes/cbafed_probe_ROW_seedS.csv): per federated round, the test accuracy
 # of every model the server averages and of the average, with the BN statistics they carry and with clean ones.
 PROBE_ROWS = {"upper": "Upper bound (FedAvg, all labeled)", "fixmatch": "FedAvg + FixMatch (CBAFed's schedule)"}
