@@ -97,7 +97,7 @@ report.gap_table(long_df, ds, n)
 # %% [markdown]
 # ### The few-label winners at `long`
 #
-# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (campaign `label_skew_long`, about 110 CPU minutes a run, trained across sessions). A row without committed runs says *not run*; one seed gives no verdict.
+# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (campaign `label_skew_long`, about 110 CPU minutes a client-adaptive run and 2.5 hours an (FL)² run here, trained across sessions). A row without committed runs says *not run*; one seed gives no verdict.
 #
 
 # %%
