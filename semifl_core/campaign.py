@@ -36,7 +36,7 @@ def horizon() -> list[tuple[str, Config]]:
     """The training-length curve and the ceiling (issue 25), most informative first: R=300 (the `long` profile) seed
     0 with its Partially Supervised seeds, centralized FixMatch at R=30, R=100, R=300 seeds 1-2, FixMatch at R=300,
     R=800."""
-    cfgs = {r: C.horizon_configs("small", "fashionmnist", 100, r) for r in (30, 100, 300, 800)}
+    cfgs = {r: C.horizon_configs("small", "fashionmnist", 100, r) for r in C.HORIZONS}
     semifl, psl, fm = (f"R={{}} | {C.label_of(m)}" for m in (C.SEMIFL, C.PARTIALLY_SUPERVISED, C.FIXMATCH))
     three = lambda r, name: [(r, name, s) for s in (0, 1, 2)]  # noqa: E731
     order = [(300, semifl, 0), *three(300, psl), *three(30, fm), *three(100, semifl), *three(100, psl),
@@ -110,9 +110,9 @@ def label_skew_fedrs() -> list[tuple[str, Config]]:
 
 def label_skew_long() -> list[tuple[str, Config]]:
     """Issue 41's long runs: Partially Supervised at R=800 seeds 1-2 (minutes), then client-adaptive SemiFL and (FL)^2
-    at `long` (IID, then Non-IID K=2; about 2 CPU hours each: client-adaptive IID took 110 minutes), then SemiFL at
-    R=800 seeds 1-2 (seed 0 took 151 minutes, two runs at once on the 2-core VM; a checkpoint stays on the machine
-    that wrote it, so a run finishes where it started)."""
+    at `long` (IID, then Non-IID K=2; client-adaptive IID took 110 CPU minutes a run, (FL)^2 IID about 2.5 hours),
+    then SemiFL at R=800 seeds 1-2 (seed 0 took 151 minutes, two runs at once on the 2-core VM; a checkpoint stays on
+    the machine that wrote it, so a run finishes where it started)."""
     r800 = C.horizon_configs("small", "fashionmnist", 100, 800)
     semifl, psl = (f"R=800 | {C.label_of(m)}" for m in (C.SEMIFL, C.PARTIALLY_SUPERVISED))
     out = [(f"label skew: {psl} (seed {s})", r800[psl].replace(seed=s)) for s in (1, 2)]
