@@ -23,6 +23,7 @@ train on identical inputs:
 """
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass
 
@@ -54,12 +55,18 @@ class Speed:
                  statistics) instead of one forward per group; equal up to float rounding, so on by default on CUDA only
     bf16         the forward/backward in bfloat16 (fp32 master weights, gradients and loss). CHANGES results: for the
                  benchmark only, refused by run.run
+    client_streams  the vectorized engine's captured full-batch step computes each client's gradient by its own plain
+                 forward/backward (images channels_last), each client on its own CUDA stream, so that the graph runs
+                 the clients side by side, instead of one vmap over the clients (grouped convolutions). Needs
+                 cuda_graphs. Equal to the vmap step up to float rounding. Default on CUDA by the rule written in
+                 BENCHMARKS.md ("The client step on an H200"), fixed before its measurement
     """
     sync_free: bool = False
     flat_sgd: bool = False
     cuda_graphs: bool = False
     sbn_one_pass: bool = False
     bf16: bool = False
+    client_streams: bool = False
 
     @classmethod
     def baseline(cls) -> "Speed":
@@ -79,6 +86,9 @@ class Speed:
         if self.cuda_graphs and not self.flat_sgd:
             raise ConfigError("cuda_graphs=True: needs flat_sgd=True (a captured step updates its buffers in place); "
                               "allowed with flat_sgd=False: cuda_graphs=False")
+        if self.client_streams and not self.cuda_graphs:
+            raise ConfigError("client_streams=True: needs cuda_graphs=True (the clients' streams run inside the "
+                              "captured step); allowed with cuda_graphs=False: client_streams=False")
         if self.cuda_graphs and not self.sync_free:
             raise ConfigError("cuda_graphs=True: needs sync_free=True (a captured step may not copy from the host); "
                               "allowed with sync_free=False: cuda_graphs=False")
@@ -413,9 +423,32 @@ class VectorizedEngine:
                          None if whole else mask))
         stats = None
 
+        streams = [torch.cuda.Stream(dev) for _ in range(n)] if speed.client_streams and dev.type == "cuda" else []
+        side = {}   # client_streams: every client's gradient and stats, written in place (made at the first call)
+
+        def client_grads(inputs):
+            """Speed.client_streams: grad_all's result, client by client, each on its own stream (on a CUDA device)."""
+            if not side:
+                side.update(g=flat.views(torch.zeros_like(flat.p)), a=torch.zeros_like(stats))
+            main = torch.cuda.current_stream(dev) if streams else None
+            for c in range(n):
+                if streams:
+                    streams[c].wait_stream(main)
+                with torch.cuda.stream(streams[c]) if streams else contextlib.nullcontext():
+                    x = {k: v[c].contiguous(memory_format=torch.channels_last) if v.dim() == 5 else v[c]
+                         for k, v in inputs.items()}
+                    g, a = grad_one({k: v[c] for k, v in params.items()}, x)
+                    for k, v in g.items():
+                        side["g"][k][c].copy_(v)
+                    side["a"][c].copy_(a)
+            for st in streams:
+                main.wait_stream(st)
+            return side["g"], side["a"]
+
         def full_step(batch, active):
             """Every client's step on its full batch, those not in `active` masked (cuda_graphs: shapes fixed)."""
-            g, a = grad_all(params, model_inputs(batch, mean, std))
+            inputs = model_inputs(batch, mean, std)
+            g, a = client_grads(inputs) if speed.client_streams else grad_all(params, inputs)
             flat.step(g, active=active, one_reduction=True)
             stats.add_(torch.where(active[:, None], a, 0))
 

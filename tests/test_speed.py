@@ -87,6 +87,14 @@ def test_switches_this_device_cannot_run_are_refused_in_one_line(speed):
     assert "\n" not in msg and msg.startswith(f"{field}=True") and "allowed" in msg
 
 
+def test_client_streams_without_cuda_graphs_is_refused_in_one_line():
+    """The clients' streams live inside the captured step: without cuda_graphs, on any device, one line."""
+    with pytest.raises(ConfigError) as err:
+        Speed(sync_free=True, flat_sgd=True, client_streams=True).check("cuda" if CUDA else "cpu")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith("client_streams=True") and "allowed" in msg
+
+
 def test_a_run_refuses_bf16_because_it_changes_results(tmp_path):
     from semifl_core.run import run
     with pytest.raises(ConfigError, match=r"^bf16=True: .*allowed in a run: False"):
@@ -281,6 +289,32 @@ def test_the_steps_cuda_graphs_capture_train_as_the_eager_ones_on_a_cpu(engine, 
     torch.testing.assert_close(graph[2], eager[2], rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("kind", ["fix-mix", "sup"])
+def test_client_by_client_gradients_train_as_the_vmap_step_on_a_cpu(kind, monkeypatch):
+    """What client_streams captures, run eagerly on a CPU (no streams there): each client's gradient by its own
+    forward/backward on channels_last images, written into its rows of one buffer, gives the training vmap's grouped
+    step gives, up to float rounding; a client mixed up with another (a wrong row, a wrong client's weights or
+    images) moves weights by about lr x gradient (1e-2)."""
+    from semifl_core import engine as engine_mod
+
+    class Eager:
+        def __init__(self, fn):
+            self.fn = fn
+
+        def __call__(self, **inputs):
+            return self.fn(**inputs)
+    monkeypatch.setattr(engine_mod, "CapturedStep", Eager)
+    monkeypatch.setattr(Speed, "check", lambda self, device: self)
+    sizes = (40, 30, 25, 60)
+    graphs = dataclasses.replace(Speed.default("cpu"), cuda_graphs=True)
+    vmapped = _train(VectorizedEngine, graphs, kind, sizes)
+    looped = _train(VectorizedEngine, dataclasses.replace(graphs, client_streams=True), kind, sizes)
+    tol = dict(rtol=1e-4, atol=2e-5) if kind == "sup" else dict(rtol=1e-3, atol=2e-4)
+    for k in vmapped[0]:
+        torch.testing.assert_close(looped[0][k], vmapped[0][k], **tol)
+    torch.testing.assert_close(looped[2], vmapped[2], rtol=1e-4, atol=1e-4)
+
+
 # ---------------------------------------------------------------------- CUDA
 @pytest.fixture
 def full_fp32():
@@ -301,9 +335,21 @@ def test_cuda_graphs_equal_eager_to_float_rounding(engine, kind, full_fp32):
     """Full, partial and (vectorized) masked steps, in full FP32 (fixture). Strongly augmented views can break max-pool
     ties either way under rounding (see the CPU test above), so their bound is 10x the weak view's; a wrong mask or
     momentum moves weights by about lr x gradient (1e-2)."""
-    eager = _train(engine, dataclasses.replace(Speed.default("cuda"), cuda_graphs=False), kind,
+    _graph_vs_eager(engine, Speed.default("cuda"), kind)
+
+
+@needs_cuda
+@pytest.mark.parametrize("kind", ["fix-mix", "fixmatch", "sup"])
+def test_client_streams_graph_equals_eager_to_float_rounding(kind, full_fp32):
+    """The clients side by side on their own streams inside the graph (client_streams), against the eager vmap steps."""
+    _graph_vs_eager(VectorizedEngine, dataclasses.replace(Speed.default("cuda"), cuda_graphs=True, client_streams=True),
+                    kind)
+
+
+def _graph_vs_eager(engine, speed, kind):
+    eager = _train(engine, dataclasses.replace(speed, cuda_graphs=False, client_streams=False), kind,
                    sizes=(53, 60, 27, 48), device="cuda")
-    graph = _train(engine, Speed.default("cuda"), kind, sizes=(53, 60, 27, 48), device="cuda")
+    graph = _train(engine, speed, kind, sizes=(53, 60, 27, 48), device="cuda")
     tol = dict(rtol=1e-4, atol=2e-5) if kind == "sup" else dict(rtol=1e-3, atol=2e-4)
     for k in eager[0]:
         torch.testing.assert_close(graph[0][k], eager[0][k], **tol)

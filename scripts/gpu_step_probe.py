@@ -1,0 +1,457 @@
+"""Where the vectorized client step's time goes on a GPU, and which way of computing it is fastest (issue 42's
+follow-up: its closing note left the client step at about 10 % of FP32 peak after launches and syncs were gone).
+
+The step is the `paper` profile's (WRN-28-2, CIFAR-10-shaped images): n clients, each with its own weights and a
+batch of b images, two forwards a step as SemiFL's client loss (the fix batch and the mix batch), gradients of every
+client. It is computed four ways, each captured once as a CUDA graph and replayed (what Speed.cuda_graphs does):
+
+    vmap      vmap(grad) over the clients: every convolution one grouped convolution (what the engine does today)
+    loop      grad of one client after another, on one stream
+    streams   the same, each client on its own CUDA stream, so the graph runs the clients side by side
+    batch     ONE model on all n*b images (a ceiling, not a method: the same work without per-client weights)
+
+with cuDNN's autotuner (torch.backends.cudnn.benchmark) off and on, TF32 convolutions on (PyTorch's default) and
+off, channels_last, and more clients in one step (n = 20, 40: several runs stacked in one engine). Each row: the
+median step time over replays timed with CUDA events, images a second (2 forward+backward passes per image) and the
+largest relative difference of its gradients from the `vmap` eager ones (the formulations compute the same
+function). A kernel table (torch.profiler, eager) shows which kernels the vmap and loop steps spend their time in.
+
+Device call, from the repository root: `python3 scripts/gpu_step_probe.py` (about 3 minutes; --deadline); with $OUT
+set it writes probe.md, probe.json and kernels.txt there. `--smoke`: tiny sizes on the CPU, eager only (the test
+suite checks that the formulations agree).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, grad, vmap
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from semifl_core.config import profile  # noqa: E402
+from semifl_core.models import make_model  # noqa: E402
+
+
+def setup(n: int, b: int, dev, model_name: str = "wrn28x2", channels_last: bool = False, seed: int = 0):
+    """The model, n clients' weights (the start weights plus a little noise each, so clients differ), their inputs."""
+    torch.manual_seed(seed)
+    cfg = profile("paper").replace(model=model_name)
+    model = make_model(cfg, 3).to(dev).train()
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    params = {k: (v.detach().unsqueeze(0) + 0.01 * torch.randn(n, *v.shape, device=dev)).contiguous()
+              for k, v in model.named_parameters()}
+    buffers = dict(model.named_buffers())
+    x1 = torch.randn(n, b, 3, 32, 32, device=dev)
+    x2 = torch.randn(n, b, 3, 32, 32, device=dev)
+    if channels_last:
+        x1 = x1.flatten(0, 1).contiguous(memory_format=fmt).unflatten(0, (n, b))
+        x2 = x2.flatten(0, 1).contiguous(memory_format=fmt).unflatten(0, (n, b))
+    y1 = torch.randint(0, 10, (n, b), device=dev)
+    y2 = torch.randint(0, 10, (n, b), device=dev)
+    return model, params, buffers, (x1, x2, y1, y2)
+
+
+def step_fns(model, params, buffers, data, streams: int = 0):
+    """name -> fn() writing every client's gradients into static tensors (returned by fn)."""
+    x1, x2, y1, y2 = data
+    n = x1.shape[0]
+
+    def loss(p, a, b, ya, yb):   # SemiFL's client loss shape: two forwards, a CE each
+        f = lambda x: functional_call(model, (p, buffers), (x,))   # noqa: E731
+        return F.cross_entropy(f(a), ya) + F.cross_entropy(f(b), yb)
+
+    g_one, g_all = grad(loss), vmap(grad(loss))
+    out = {k: torch.zeros_like(v) for k, v in params.items()}
+
+    def vmapped():
+        g = g_all(params, x1, x2, y1, y2)
+        for k, v in g.items():
+            out[k].copy_(v)
+        return out
+
+    def client(c):
+        g = g_one({k: v[c] for k, v in params.items()}, x1[c], x2[c], y1[c], y2[c])
+        for k, v in g.items():
+            out[k][c].copy_(v)
+
+    def looped():
+        for c in range(n):
+            client(c)
+        return out
+
+    side = [torch.cuda.Stream() for _ in range(streams)] if streams else []
+
+    def streamed():
+        main = torch.cuda.current_stream()
+        for c in range(n):
+            s = side[c % len(side)]
+            s.wait_stream(main)
+            with torch.cuda.stream(s):
+                client(c)
+        for s in side:
+            main.wait_stream(s)
+        return out
+
+    big_p = {k: v[0] for k, v in params.items()}
+    big_out = {k: torch.zeros_like(v) for k, v in big_p.items()}
+
+    def batched():   # one model on all n*b images: the same FLOPs without per-client weights
+        g = g_one(big_p, x1.flatten(0, 1), x2.flatten(0, 1), y1.flatten(), y2.flatten())
+        for k, v in g.items():
+            big_out[k].copy_(v)
+        return big_out
+
+    fns = {"vmap": vmapped, "loop": looped, "batch": batched}
+    if streams:
+        fns["streams"] = streamed
+    return fns
+
+
+def captured(fn):
+    """fn as a CUDA graph (three eager warm-up calls on a side stream first, as torch asks)."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
+
+
+def time_replays(g, reps: int = 20, rounds: int = 5) -> float:
+    """Median over `rounds` of the mean replay time of `reps` replays (ms), timed with CUDA events."""
+    times = []
+    for _ in range(rounds):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps):
+            g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) / reps)
+    return statistics.median(times)
+
+
+def rel_diff(out: dict, ref: dict) -> float:
+    num = sum((out[k].double() - ref[k].double()).pow(2).sum() for k in ref)
+    den = sum(ref[k].double().pow(2).sum() for k in ref)
+    return float((num / den).sqrt())
+
+
+def kernel_table(fn, top: int = 14) -> str:
+    from torch.profiler import ProfilerActivity, profile as prof_ctx
+    fn()
+    torch.cuda.synchronize()
+    with prof_ctx(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    rows = {}
+    for e in prof.events():
+        if e.device_type.name == "CUDA":
+            name = e.name[:90]
+            t, c = rows.get(name, (0.0, 0))
+            rows[name] = (t + e.device_time, c + 1)
+    total = sum(t for t, _ in rows.values())
+    lines = [f"total GPU time {total / 1e3:.2f} ms in {sum(c for _, c in rows.values())} kernels"]
+    for name, (t, c) in sorted(rows.items(), key=lambda kv: -kv[1][0])[:top]:
+        lines.append(f"{100 * t / total:5.1f} %  {t / 1e3:7.2f} ms  x{c:4d}  {name}")
+    return "\n".join(lines)
+
+
+def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
+    """The engine's client training of one `paper` round (CIFAR-10-shaped random images, tau 0, 1 epoch, Speed.default):
+    a whole train call, calls cut to 2 and 24 steps (per-step cost and fixed cost per call by difference), the replay of
+    the engine's captured step alone (CUDA events), and kernel/CPU tables of an eager 6-step call."""
+    import copy
+
+    from semifl_core import bench, engine as engine_mod
+    from semifl_core.engine import Speed
+    from semifl_core.run import Experiment
+    dev = torch.device(dev)
+    cfg = profile(name).replace(threshold=0.0, local_epochs=1.0, engine="vectorized")
+    data, _ = bench.bench_data(cfg, None, dev, synthetic=True)
+    exp = Experiment(cfg, data, dev, Speed.default(dev))
+    seen, graphs = {}, []
+    train = exp.engine.train
+
+    def spy(model, tasks, loss_fn, lr, states, *a, **k):
+        seen.update(model=model, tasks=tasks, loss_fn=loss_fn, lr=lr, states=states)
+        return train(model, bench._cut(tasks, 2), loss_fn, lr, states, *a, **k)
+    exp.engine.train = spy
+    exp.round(exp.new_state(), 0)
+    del exp.engine.train
+    tasks, args = seen["tasks"], (seen["loss_fn"], seen["lr"], seen["states"])
+    out = {"clients": len(tasks), "steps": [t.steps for t in tasks], "batch": int(tasks[0].views["x"].shape[1])}
+    log(f"engine: {out}")
+
+    class Spy(engine_mod.CapturedStep):
+        def __init__(self, fn):
+            super().__init__(fn)
+            graphs.append(self)
+    real = engine_mod.CapturedStep
+    engine_mod.CapturedStep = Spy
+
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+
+    def timed(ts, eng=exp.engine):
+        sync()
+        t = time.perf_counter()
+        eng.train(seen["model"], ts, *args)
+        sync()
+        return time.perf_counter() - t
+    try:
+        out["whole_s"] = [timed(tasks) for _ in range(2)]
+        for s in (2, 24):
+            out[f"cut{s}_s"] = [timed(bench._cut(tasks, s)) for _ in range(2)]
+        out["per_step_ms"] = 1e3 * (min(out["cut24_s"]) - min(out["cut2_s"])) / 22
+        out["fixed_s"] = min(out["cut2_s"]) - 2 * out["per_step_ms"] / 1e3
+        if graphs and graphs[-1].graph is not None:
+            out["replay_ms"] = time_replays(graphs[-1].graph)
+        log(f"engine: {out}")
+        eager = engine_mod.VectorizedEngine(exp.cfg, exp.mean, exp.std, dataclasses.replace(Speed.default(dev),
+                                                                                           cuda_graphs=False))
+        out["eager_cut24_s"] = [timed(bench._cut(tasks, 24), eager) for _ in range(2)]
+        out["eager_per_step_ms"] = 1e3 * (min(out["eager_cut24_s"]) - timed(bench._cut(tasks, 2), eager)) / 22
+        from torch.profiler import ProfilerActivity, profile as prof_ctx
+        with prof_ctx(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            eager.train(seen["model"], bench._cut(tasks, 6), *args)
+            sync()
+        out["eager_table"] = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70)
+        with prof_ctx(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+            exp.engine.train(seen["model"], bench._cut(tasks, 6), *args)
+            sync()
+        out["graph_table"] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20,
+                                                       max_name_column_width=70)
+    finally:
+        engine_mod.CapturedStep = real
+    return out
+
+
+def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "default", "+client_streams"),
+                  repeats: int = 2) -> list[dict]:
+    """Whole rounds at the profile's own E (tau 0: label ratio 1, every client sample trained on), from the same state,
+    for each engine.Speed variant: wall time and phases of each timed round (the first round of each variant is an
+    untimed short warm-up), and the replay time of the vectorized engine's captured step. No projection from fewer
+    epochs: an 800-round run is 800 such rounds."""
+    import copy
+
+    from semifl_core import bench, engine as engine_mod
+    from semifl_core.engine import Speed
+    from semifl_core.run import Experiment
+    dev = torch.device(dev)
+    cfg = profile(name).replace(threshold=0.0, engine="vectorized")
+    data, source = bench.bench_data(cfg, None, dev, synthetic=True)
+    start = Experiment(cfg, data, dev).new_state()
+    speeds = {"baseline": Speed.baseline(), "default": Speed.default(dev),
+              "+client_streams": dataclasses.replace(Speed.default(dev), cuda_graphs=dev.type == "cuda",
+                                                     client_streams=True)}
+    graphs, real = [], engine_mod.CapturedStep
+
+    class Spy(real):
+        def __init__(self, fn):
+            super().__init__(fn)
+            graphs.append(self)
+    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
+    rows = []
+    engine_mod.CapturedStep = Spy
+    try:
+        for v in variants:
+            speed = speeds[v]
+            if dev.type != "cuda":   # smoke: the same code paths without CUDA
+                speed = dataclasses.replace(speed, cuda_graphs=False, client_streams=False, sbn_one_pass=False)
+            exp = Experiment(cfg, data, dev, speed)
+            with bench.short_client_training(exp, dev):
+                exp.round(copy.deepcopy(start), 0)
+            for i in range(1 if v == "baseline" else repeats):
+                graphs.clear()
+                st = copy.deepcopy(start)
+                sync()
+                t = time.perf_counter()
+                m = exp.round(st, 0)
+                sync()
+                wall = time.perf_counter() - t
+                row = {"variant": v, "source": source, "round_s": wall, "client_samples": m.get("client_samples"),
+                       "label_ratio": m.get("label_ratio"), "epochs": cfg.local_epochs,
+                       **{k: m[k] for k in m if k.startswith("time_")}}
+                row["client_img_s"] = bench.client_images(cfg, m) / m["time_clients"]
+                vec = [g for g in graphs if g.graph is not None and "active" in (g.static or {})]
+                if vec:
+                    row["replay_ms"] = time_replays(vec[-1].graph)
+                row["800_rounds_h"] = 800 * wall / 3600
+                rows.append(row)
+                log(row)
+            exp = None
+            if dev.type == "cuda":
+                torch.cuda.empty_cache()
+    finally:
+        engine_mod.CapturedStep = real
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU, eager only (seconds)")
+    p.add_argument("--deadline", type=float, default=300.0, help="seconds for everything (default 300)")
+    p.add_argument("--out", default=os.environ.get("OUT"))
+    p.add_argument("--engine", action="store_true", help="only the engine's breakdown (engine_breakdown)")
+    p.add_argument("--rounds", action="store_true", help="only whole rounds per Speed variant (round_compare)")
+    p.add_argument("--compile", action="store_true", help="only torch.compile (inductor) of the vmap and batch steps, "
+                   "captured, beside the eager-captured ones")
+    args = p.parse_args(argv)
+    start = time.monotonic()
+    rows, texts = [], {}
+    out = Path(args.out) if args.out else None
+
+    def log(text):
+        print(f"[{time.monotonic() - start:5.0f} s] {text}", file=sys.stderr, flush=True)
+
+    def save():
+        if out is None:
+            return
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "probe.json").write_text(json.dumps(rows, indent=1))
+        (out / "probe.md").write_text(table(rows))
+        (out / "kernels.txt").write_text("\n\n".join(f"## {k}\n{v}" for k, v in texts.items()))
+
+    if args.smoke and not (args.engine or args.rounds):   # CPU: the formulations agree (no graphs, no streams)
+        model, params, buffers, data = setup(3, 2, "cpu", model_name="cnn")
+        fns = step_fns(model, params, buffers, data)
+        ref = {k: v.clone() for k, v in fns["vmap"]().items()}
+        loop = fns["loop"]()
+        rows.append({"variant": "loop vs vmap (cpu)", "rel_diff": rel_diff(loop, ref)})
+        print(table(rows))
+        save()
+        return 0
+
+    if args.rounds:
+        rows.extend(round_compare(log, "cpu" if args.smoke else "cuda", "smoke" if args.smoke else "paper"))
+        keys = ["variant", "round_s", "time_clients", "time_sbn", "time_server", "time_eval", "client_img_s",
+                "replay_ms", "800_rounds_h", "client_samples", "label_ratio"]
+        lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+        for r in rows:
+            lines.append("| " + " | ".join(f"{r[k]:.4g}" if isinstance(r.get(k), float) else str(r.get(k, ""))
+                                           for k in keys) + " |")
+        texts["rounds"] = "\n".join(lines)
+        print(texts["rounds"])
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "rounds.json").write_text(json.dumps(rows, indent=1))
+            (out / "rounds.md").write_text(texts["rounds"] + "\n")
+        return 0
+    if args.engine:
+        res = engine_breakdown(log, "cpu" if args.smoke else "cuda", "smoke" if args.smoke else "paper")
+        for key in ("eager_table", "graph_table"):
+            texts[key] = res.pop(key, "")
+        rows.append({"variant": "engine breakdown", **res})
+        print("\n\n".join(f"## {k}\n{v}" for k, v in texts.items()))
+        print(json.dumps(res, indent=1))
+        save()
+        return 0
+    dev = torch.device("cuda")
+    log(f"{torch.cuda.get_device_name(dev)}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
+    mflop = 428.4
+    b = 10
+    if args.compile:
+        model, params, buffers, data = setup(10, b, dev)
+        fns = step_fns(model, params, buffers, data)
+        with torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=False):
+            ref = {k: v.clone() for k, v in fns["vmap"]().items()}   # FP32 eager reference
+        for name in ("vmap", "batch"):
+            for compiled in (False, True):
+                t = time.monotonic()
+                label = f"n=10: {name}" + (" (torch.compile)" if compiled else "")
+                try:
+                    fn = torch.compile(fns[name]) if compiled else fns[name]
+                    g, res = captured(fn)
+                    ms = time_replays(g)
+                    rows.append({"variant": label, "n": 10, "b": b, "step_ms": ms, "img_s": 200 / ms * 1e3,
+                                 "fp32_peak_pct": 100 * 200 * 3 * mflop * 1e6 / (ms * 1e-3) / 67e12,
+                                 "rel_diff_vs_fp32_vmap": rel_diff(res, ref) if name == "vmap" else float("nan"),
+                                 "measure_s": time.monotonic() - t})
+                except Exception as err:
+                    rows.append({"variant": label, "note": f"failed after {time.monotonic() - t:.0f} s: "
+                                 f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"})
+                log(rows[-1])
+                save()
+        print(table(rows))
+        return 0   # WRN-28-2 forward MFLOP an image (bench.model_flops_per_sample, 32x32)
+    b = 10
+
+    def measure(label, n, names, bench: bool, tf32: bool = True, cl: bool = False, streams: int = 0):
+        torch.backends.cudnn.benchmark = bench
+        torch.backends.cudnn.allow_tf32 = tf32
+        model, params, buffers, data = setup(n, b, dev, channels_last=cl)
+        if cl:
+            model = model.to(memory_format=torch.channels_last)
+        fns = step_fns(model, params, buffers, data, streams=streams or n)
+        with torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=False):
+            ref = {k: v.clone() for k, v in fns["vmap"]().items()}   # FP32 eager reference
+        for name in names:
+            if time.monotonic() - start > args.deadline:
+                rows.append({"variant": f"{label}: {name}", "note": "skipped: deadline"})
+                continue
+            t = time.monotonic()
+            try:
+                g, res = captured(fns[name])
+                ms = time_replays(g)
+                diff = rel_diff(res, ref) if name != "batch" else float("nan")
+                imgs = n * b * 2
+                rows.append({"variant": f"{label}: {name}", "n": n, "b": b, "cudnn_benchmark": bench, "tf32": tf32,
+                             "channels_last": cl, "step_ms": ms, "img_s": imgs / ms * 1e3,
+                             "fp32_peak_pct": 100 * imgs * 3 * mflop * 1e6 / (ms * 1e-3) / 67e12,
+                             "rel_diff_vs_fp32_vmap": diff, "measure_s": time.monotonic() - t})
+                del g
+            except Exception as err:
+                rows.append({"variant": f"{label}: {name}", "note": f"failed: {type(err).__name__}: "
+                             f"{' '.join(str(err).split())[:200]}"})
+            log(rows[-1])
+            save()
+            torch.cuda.empty_cache()
+        return model, params, buffers, data, fns
+
+    # 1. the four formulations, n = 10 (the paper's active clients), autotuner off (today) and on
+    measure("n=10", 10, ["vmap", "loop", "streams", "batch"], bench=False)
+    _, _, _, _, fns = measure("n=10 +benchmark", 10, ["vmap", "loop", "streams", "batch"], bench=True)
+    # 2. where the time goes (eager, autotuner on)
+    for name in ("vmap", "loop"):
+        try:
+            texts[f"{name}, n=10, eager, cudnn.benchmark"] = kernel_table(fns[name])
+        except Exception as err:
+            texts[name] = f"profiler failed: {err}"
+        save()
+    log("kernel tables done")
+    # 3. TF32 off; channels_last
+    measure("n=10 +benchmark -tf32", 10, ["vmap", "streams"], bench=True, tf32=False)
+    measure("n=10 +benchmark +channels_last", 10, ["vmap", "streams"], bench=True, cl=True)
+    # 4. several runs stacked in one step
+    for n in (20, 40):
+        measure(f"n={n} +benchmark", n, ["vmap", "streams"], bench=True)
+    print("\n\n".join(f"## {k}\n{v}" for k, v in texts.items()))
+    print(table(rows))
+    save()
+    return 0
+
+
+def table(rows) -> str:
+    head = "| variant | step ms | img/s (2 passes) | of FP32 peak | rel. diff vs FP32 vmap | note |\n|---|---|---|---|---|---|"
+    body = [f"| {r['variant']} | {r.get('step_ms', float('nan')):.2f} | {r.get('img_s', float('nan')):,.0f} | "
+            f"{r.get('fp32_peak_pct', float('nan')):.1f} % | {r.get('rel_diff', r.get('rel_diff_vs_fp32_vmap', float('nan'))):.1e} | "
+            f"{r.get('note', '')} |" for r in rows]
+    return "\n".join([head, *body]) + "\n"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
