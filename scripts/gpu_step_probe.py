@@ -240,7 +240,7 @@ def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
     return out
 
 
-def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "default", "+client_streams"),
+def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "default", "+compile"),
                   repeats: int = 2) -> list[dict]:
     """Whole rounds at the profile's own E (tau 0: label ratio 1, every client sample trained on), from the same state,
     for each engine.Speed variant: wall time and phases of each timed round (the first round of each variant is an
@@ -256,8 +256,7 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     data, source = bench.bench_data(cfg, None, dev, synthetic=True)
     start = Experiment(cfg, data, dev).new_state()
     speeds = {"baseline": Speed.baseline(), "default": Speed.default(dev),
-              "+client_streams": dataclasses.replace(Speed.default(dev), cuda_graphs=dev.type == "cuda",
-                                                     client_streams=True)}
+              "+compile": dataclasses.replace(Speed.default(dev), compile=dev.type == "cuda")}
     graphs, real = [], engine_mod.CapturedStep
 
     class Spy(real):
@@ -271,7 +270,7 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
         for v in variants:
             speed = speeds[v]
             if dev.type != "cuda":   # smoke: the same code paths without CUDA
-                speed = dataclasses.replace(speed, cuda_graphs=False, client_streams=False, sbn_one_pass=False)
+                speed = dataclasses.replace(speed, cuda_graphs=False, compile=False, sbn_one_pass=False)
             exp = Experiment(cfg, data, dev, speed)
             with bench.short_client_training(exp, dev):
                 exp.round(copy.deepcopy(start), 0)
@@ -308,6 +307,7 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=os.environ.get("OUT"))
     p.add_argument("--engine", action="store_true", help="only the engine's breakdown (engine_breakdown)")
     p.add_argument("--rounds", action="store_true", help="only whole rounds per Speed variant (round_compare)")
+    p.add_argument("--variants", default="baseline,default,+compile", help="--rounds: the Speed variants")
     p.add_argument("--compile", action="store_true", help="only torch.compile (inductor) of the vmap and batch steps, "
                    "captured, beside the eager-captured ones")
     args = p.parse_args(argv)
@@ -337,7 +337,8 @@ def main(argv=None) -> int:
         return 0
 
     if args.rounds:
-        rows.extend(round_compare(log, "cpu" if args.smoke else "cuda", "smoke" if args.smoke else "paper"))
+        rows.extend(round_compare(log, "cpu" if args.smoke else "cuda", "smoke" if args.smoke else "paper",
+                                  variants=args.variants.split(",")))
         keys = ["variant", "round_s", "time_clients", "time_sbn", "time_server", "time_eval", "client_img_s",
                 "replay_ms", "800_rounds_h", "client_samples", "label_ratio"]
         lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
