@@ -1,24 +1,33 @@
 """Where the vectorized client step's time goes on a GPU, and which way of computing it is fastest (issue 42's
-follow-up: its closing note left the client step at about 10 % of FP32 peak after launches and syncs were gone).
+follow-up: its closing note left the client step at about 10 % of FP32 peak and guessed grouped convolutions).
+BENCHMARKS.md "The client step on an H200" has what its four modes measured; docs/gpu-runs/h200-2026-11-27/ the
+outputs.
 
-The step is the `paper` profile's (WRN-28-2, CIFAR-10-shaped images): n clients, each with its own weights and a
-batch of b images, two forwards a step as SemiFL's client loss (the fix batch and the mix batch), gradients of every
-client. It is computed four ways, each captured once as a CUDA graph and replayed (what Speed.cuda_graphs does):
+Default mode: the `paper` profile's step alone (WRN-28-2, CIFAR-10-shaped random images): n clients, each with its
+own weights and a batch of b=10 images, two forwards a step as SemiFL's client loss (the fix batch and the mix
+batch), every client's gradient. Computed four ways, each captured once as a CUDA graph and replayed (what
+Speed.cuda_graphs does):
 
-    vmap      vmap(grad) over the clients: every convolution one grouped convolution (what the engine does today)
+    vmap      vmap(grad) over the clients: every convolution one grouped convolution (what the engine does)
     loop      grad of one client after another, on one stream
     streams   the same, each client on its own CUDA stream, so the graph runs the clients side by side
     batch     ONE model on all n*b images (a ceiling, not a method: the same work without per-client weights)
 
-with cuDNN's autotuner (torch.backends.cudnn.benchmark) off and on, TF32 convolutions on (PyTorch's default) and
-off, channels_last, and more clients in one step (n = 20, 40: several runs stacked in one engine). Each row: the
-median step time over replays timed with CUDA events, images a second (2 forward+backward passes per image) and the
-largest relative difference of its gradients from the `vmap` eager ones (the formulations compute the same
-function). A kernel table (torch.profiler, eager) shows which kernels the vmap and loop steps spend their time in.
+with cuDNN's autotuner off and on, TF32 convolutions on (PyTorch's default) and off, channels_last inputs, and more
+clients in one step (n = 20, 40: runs stacked in one engine). A row: the median step time over replays (CUDA
+events), images a second (2 forward+backward passes an image), the fraction of the FP32 peak, and the relative
+difference (2-norm) of its gradients from the vmap step's in full FP32, eager. Kernel tables (torch.profiler, eager)
+of the vmap and loop steps.
 
-Device call, from the repository root: `python3 scripts/gpu_step_probe.py` (about 3 minutes; --deadline); with $OUT
-set it writes probe.md, probe.json and kernels.txt there. `--smoke`: tiny sizes on the CPU, eager only (the test
-suite checks that the formulations agree).
+    --engine   the engine's own client training of one round (Speed.default, 1 epoch): whole `train` calls, calls
+               cut to 2 and 24 steps, the replay of its captured step alone, profiler tables of an eager call
+    --rounds   whole `paper` rounds at the profile's E=5, tau 0 (label ratio 1), per Speed variant (--variants)
+    --compile  torch.compile of the vmap and batch steps, captured, beside the eager-captured ones
+
+Device call, from the repository root: `python3 scripts/gpu_step_probe.py [--engine | --rounds | --compile]` (each
+under 2 minutes on an H200); with $OUT set it writes its tables there. `--smoke`: tiny sizes on the CPU (the
+default mode checks that the loop and vmap gradients agree; with --engine or --rounds, those code paths without
+CUDA).
 """
 from __future__ import annotations
 
@@ -240,7 +249,7 @@ def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
     return out
 
 
-def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "default", "+compile"),
+def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "default"),
                   repeats: int = 2) -> list[dict]:
     """Whole rounds at the profile's own E (tau 0: label ratio 1, every client sample trained on), from the same state,
     for each engine.Speed variant: wall time and phases of each timed round (the first round of each variant is an
@@ -255,8 +264,7 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     cfg = profile(name).replace(threshold=0.0, engine="vectorized")
     data, source = bench.bench_data(cfg, None, dev, synthetic=True)
     start = Experiment(cfg, data, dev).new_state()
-    speeds = {"baseline": Speed.baseline(), "default": Speed.default(dev),
-              "+compile": dataclasses.replace(Speed.default(dev), compile=dev.type == "cuda")}
+    speeds = {"baseline": Speed.baseline(), "default": Speed.default(dev)}
     graphs, real = [], engine_mod.CapturedStep
 
     class Spy(real):
@@ -270,7 +278,7 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
         for v in variants:
             speed = speeds[v]
             if dev.type != "cuda":   # smoke: the same code paths without CUDA
-                speed = dataclasses.replace(speed, cuda_graphs=False, compile=False, sbn_one_pass=False)
+                speed = dataclasses.replace(speed, cuda_graphs=False, sbn_one_pass=False)
             exp = Experiment(cfg, data, dev, speed)
             with bench.short_client_training(exp, dev):
                 exp.round(copy.deepcopy(start), 0)
@@ -307,7 +315,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=os.environ.get("OUT"))
     p.add_argument("--engine", action="store_true", help="only the engine's breakdown (engine_breakdown)")
     p.add_argument("--rounds", action="store_true", help="only whole rounds per Speed variant (round_compare)")
-    p.add_argument("--variants", default="baseline,default,+compile", help="--rounds: the Speed variants")
+    p.add_argument("--variants", default="baseline,default", help="--rounds: the Speed variants (of baseline, "
+                   "default)")
     p.add_argument("--compile", action="store_true", help="only torch.compile (inductor) of the vmap and batch steps, "
                    "captured, beside the eager-captured ones")
     args = p.parse_args(argv)

@@ -54,18 +54,12 @@ class Speed:
                  statistics) instead of one forward per group; equal up to float rounding, so on by default on CUDA only
     bf16         the forward/backward in bfloat16 (fp32 master weights, gradients and loss). CHANGES results: for the
                  benchmark only, refused by run.run
-    compile      the vectorized engine's captured step computes its gradient (vmap of grad) with torch.compile (fused
-                 kernels), compiled once per model and loss for the engine's life: later `train` calls (rounds) reuse
-                 it. Its first call compiles (about a minute on an H200). Needs cuda_graphs. Equal to eager up to float
-                 rounding. Default on CUDA by the rule written in BENCHMARKS.md ("The client step on an H200"), fixed
-                 before its measurement
     """
     sync_free: bool = False
     flat_sgd: bool = False
     cuda_graphs: bool = False
     sbn_one_pass: bool = False
     bf16: bool = False
-    compile: bool = False
 
     @classmethod
     def baseline(cls) -> "Speed":
@@ -85,11 +79,6 @@ class Speed:
         if self.cuda_graphs and not self.flat_sgd:
             raise ConfigError("cuda_graphs=True: needs flat_sgd=True (a captured step updates its buffers in place); "
                               "allowed with flat_sgd=False: cuda_graphs=False")
-        if self.compile and dev.type != "cuda":
-            raise ConfigError(f"compile=True: compiles for a CUDA device, this run is on {dev}; allowed on {dev}: False")
-        if self.compile and not self.cuda_graphs:
-            raise ConfigError("compile=True: compiles the captured step, needs cuda_graphs=True; allowed with "
-                              "cuda_graphs=False: compile=False")
         if self.cuda_graphs and not self.sync_free:
             raise ConfigError("cuda_graphs=True: needs sync_free=True (a captured step may not copy from the host); "
                               "allowed with sync_free=False: cuda_graphs=False")
@@ -374,7 +363,6 @@ class VectorizedEngine:
 
     def __init__(self, cfg, mean, std, speed: Speed | None = None):
         self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
-        self.compiled = {}   # Speed.compile: (model, loss_fn, bf16) -> the compiled full-batch gradient
 
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None]):
         cfg, n = self.cfg, len(tasks)
@@ -394,9 +382,18 @@ class VectorizedEngine:
             momentum = {k: torch.stack([s[k] if s is not None else torch.zeros_like(v) for s in states])
                         for k, v in start.items()}
 
-        grad_one = client_gradient(model, loss_fn, speed.bf16)
-        grad_all = vmap(grad_one, in_dims=(0, None, 0))
-        full_grads = self._compiled(model, loss_fn, speed.bf16) if speed.compile else grad_all
+        def forward(p, x):
+            if speed.bf16:   # vmap(grad) fails under autocast: cast the weights (differentiably) and the input instead
+                p = {k: v.to(torch.bfloat16) for k, v in p.items()}
+                return functional_call(model, (p, buffers), (x.to(torch.bfloat16),)).float()
+            return functional_call(model, (p, buffers), (x,))
+
+        def step_loss(p, inputs):
+            loss, aux = loss_fn(lambda x: forward(p, x), inputs)
+            return loss, torch.cat([loss.detach()[None], aux])
+
+        grad_all = vmap(grad(step_loss, has_aux=True))
+        grad_one = grad(step_loss, has_aux=True)
         stacked = _stack_tasks(tasks)
         sizes = np.zeros((n, max(t.steps for t in tasks)), dtype=np.int64)
         for i, t in enumerate(tasks):
@@ -418,7 +415,7 @@ class VectorizedEngine:
 
         def full_step(batch, active):
             """Every client's step on its full batch, those not in `active` masked (cuda_graphs: shapes fixed)."""
-            g, a = full_grads(params, buffers, model_inputs(batch, mean, std))
+            g, a = grad_all(params, model_inputs(batch, mean, std))
             flat.step(g, active=active, one_reduction=True)
             stats.add_(torch.where(active[:, None], a, 0))
 
@@ -432,11 +429,11 @@ class VectorizedEngine:
             if len(full):
                 p_full = params if full_idx is None else {k: v[full_idx] for k, v in params.items()}
                 batch = {k: (v[:, s] if full_idx is None else v[full_idx, s]) for k, v in stacked.items()}
-                g, a = grad_all(p_full, buffers, model_inputs(batch, mean, std))
+                g, a = grad_all(p_full, model_inputs(batch, mean, std))
                 grads, aux = {k: [v] for k, v in g.items()}, [a]
             for c in partial:
                 inputs = model_inputs(tasks[c].batch(s, int(sizes[c, s])), mean, std)
-                g, a = grad_one({k: v[c] for k, v in params.items()}, buffers, inputs)
+                g, a = grad_one({k: v[c] for k, v in params.items()}, inputs)
                 for k, v in g.items():
                     grads.setdefault(k, []).append(v[None])
                 aux.append(a[None])
@@ -453,15 +450,6 @@ class VectorizedEngine:
             momentum = flat.views(flat.m)
         return params, [{k: v[i].clone() for k, v in momentum.items()} for i in range(n)], stats.cpu()
 
-    def _compiled(self, model, loss_fn, bf16: bool):
-        """Speed.compile: the full-batch gradient, compiled at the first call for a (model, loss, bf16) and reused by
-        the later ones (rounds)."""
-        key = (model, loss_fn, bf16)
-        if key not in self.compiled:   # what earlier models compiled goes: many runs in one process never meet
-            torch._dynamo.reset()      # torch's recompile limit (past it, compiled code silently runs eagerly)
-            self.compiled = {key: torch.compile(vmap(client_gradient(model, loss_fn, bf16), in_dims=(0, None, 0)))}
-        return self.compiled[key]
-
     def _sgd(self, params, momentum, grads, idx, lr):
         """sgd_update after clip_grad_norm_, tensor by tensor, for the clients in idx (None = all), when
         Speed.flat_sgd is off."""
@@ -476,22 +464,6 @@ class VectorizedEngine:
                 params[k], momentum[k] = p, buf
             else:
                 params[k][idx], momentum[k][idx] = p, buf
-
-
-def client_gradient(model, loss_fn, bf16: bool):
-    """One client's gradient: (p, buffers, inputs) -> (d loss / d p, [loss, *aux]) for weights p (a dict, as
-    model.named_parameters()), model's buffers and one step of a Task (normalised)."""
-    def forward(p, buffers, x):
-        if bf16:   # vmap(grad) fails under autocast: cast the weights (differentiably) and the input instead
-            p = {k: v.to(torch.bfloat16) for k, v in p.items()}
-            return functional_call(model, (p, buffers), (x.to(torch.bfloat16),)).float()
-        return functional_call(model, (p, buffers), (x,))
-
-    def step_loss(p, buffers, inputs):
-        loss, aux = loss_fn(lambda x: forward(p, buffers, x), inputs)
-        return loss, torch.cat([loss.detach()[None], aux])
-
-    return grad(step_loss, has_aux=True)
 
 
 def _on_device(arrays: list[np.ndarray], dev, one_copy: bool) -> list[torch.Tensor]:

@@ -82,6 +82,23 @@ def test_the_peak_table_knows_the_hopper_boards_by_their_names(monkeypatch):
         assert peak == tflops * 1e12 and "datasheet" in note, name
 
 
+def test_the_step_probe_computes_the_same_gradients_client_by_client_as_vmap(tmp_path):
+    """scripts/gpu_step_probe.py --smoke: its loop over clients (each with its own weights and images) gives vmap's
+    gradients to float rounding; a client paired with another's weights or images would differ at order 1."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(repo / "scripts" / "gpu_step_probe.py"), "--smoke", "--out",
+                          str(tmp_path)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    (row,) = json.loads((tmp_path / "probe.json").read_text())
+    assert row["rel_diff"] < 1e-5
+
+
 def test_the_device_script_in_smoke_mode_prints_one_table_and_goes_on_without_fashion_mnist(tmp_path):
     """scripts/bench_gpu.py --smoke, with Fashion-MNIST hidden (as on a device machine it was not carried to): it says
     so in one line, skips that part, times the CNN part on random images of its shape, and prints one table with

@@ -87,17 +87,6 @@ def test_switches_this_device_cannot_run_are_refused_in_one_line(speed):
     assert "\n" not in msg and msg.startswith(f"{field}=True") and "allowed" in msg
 
 
-@pytest.mark.parametrize("device", ["cpu", "cuda"])
-def test_compile_on_a_cpu_or_without_cuda_graphs_is_refused_in_one_line(device):
-    """compile compiles the captured step: on a CPU, or without cuda_graphs on a GPU, one line naming the field."""
-    if device == "cuda" and not CUDA:
-        pytest.skip("no GPU here; the CPU case covers the refusal")
-    with pytest.raises(ConfigError) as err:
-        Speed(sync_free=True, flat_sgd=True, compile=True).check(device)
-    msg = str(err.value)
-    assert "\n" not in msg and msg.startswith("compile=True") and "allowed" in msg
-
-
 def test_a_run_refuses_bf16_because_it_changes_results(tmp_path):
     from semifl_core.run import run
     with pytest.raises(ConfigError, match=r"^bf16=True: .*allowed in a run: False"):
@@ -292,42 +281,6 @@ def test_the_steps_cuda_graphs_capture_train_as_the_eager_ones_on_a_cpu(engine, 
     torch.testing.assert_close(graph[2], eager[2], rtol=1e-5, atol=1e-5)
 
 
-def test_the_compiled_step_trains_as_the_eager_one_and_compiles_once_on_a_cpu(monkeypatch):
-    """What compile captures, run on a CPU (the switch is refused there in a run: its gain is a GPU's): the compiled
-    gradient trains as vmap's eager one up to float rounding, and a second `train` call (the next round) reuses the
-    compiled code: no new graph (a function compiled anew each call would compile each round, a minute on an H200)."""
-    from torch._dynamo.utils import counters
-
-    from semifl_core import engine as engine_mod
-
-    class Eager:
-        def __init__(self, fn):
-            self.fn = fn
-
-        def __call__(self, **inputs):
-            return self.fn(**inputs)
-    monkeypatch.setattr(engine_mod, "CapturedStep", Eager)
-    monkeypatch.setattr(Speed, "check", lambda self, device: self)
-    sizes = (40, 30, 25, 60)
-    graphs = dataclasses.replace(Speed.default("cpu"), cuda_graphs=True)
-    cfg = profile("smoke", local_epochs=2.0)
-    torch.manual_seed(0)
-    model = make_model(cfg, 3)
-    tasks, loss_fn = _tasks("sup", sizes, cfg)
-    outs = []
-    for speed in (graphs, dataclasses.replace(graphs, compile=True)):
-        engine = VectorizedEngine(cfg, DATA.mean, DATA.std, speed)
-        outs.append(engine.train(model, tasks, loss_fn, 0.05, _states(model, len(sizes))))
-    for k in outs[0][0]:
-        torch.testing.assert_close(outs[1][0][k], outs[0][0][k], rtol=1e-4, atol=2e-5)
-    torch.testing.assert_close(outs[1][2], outs[0][2], rtol=1e-4, atol=1e-4)
-    compiled = counters["stats"]["unique_graphs"]
-    again = engine.train(model, tasks, loss_fn, 0.05, _states(model, len(sizes)))
-    assert counters["stats"]["unique_graphs"] == compiled > 0
-    for k in again[0]:
-        torch.testing.assert_close(again[0][k], outs[1][0][k], rtol=0, atol=0)
-
-
 # ---------------------------------------------------------------------- CUDA
 @pytest.fixture
 def full_fp32():
@@ -348,20 +301,9 @@ def test_cuda_graphs_equal_eager_to_float_rounding(engine, kind, full_fp32):
     """Full, partial and (vectorized) masked steps, in full FP32 (fixture). Strongly augmented views can break max-pool
     ties either way under rounding (see the CPU test above), so their bound is 10x the weak view's; a wrong mask or
     momentum moves weights by about lr x gradient (1e-2)."""
-    _graph_vs_eager(engine, Speed.default("cuda"), kind)
-
-
-@needs_cuda
-@pytest.mark.parametrize("kind", ["fix-mix", "fixmatch", "sup"])
-def test_compiled_graph_equals_eager_to_float_rounding(kind, full_fp32):
-    """The captured step with its gradient compiled (compile), against the eager steps."""
-    _graph_vs_eager(VectorizedEngine, dataclasses.replace(Speed.default("cuda"), cuda_graphs=True, compile=True), kind)
-
-
-def _graph_vs_eager(engine, speed, kind):
-    eager = _train(engine, dataclasses.replace(speed, cuda_graphs=False, compile=False), kind,
+    eager = _train(engine, dataclasses.replace(Speed.default("cuda"), cuda_graphs=False), kind,
                    sizes=(53, 60, 27, 48), device="cuda")
-    graph = _train(engine, speed, kind, sizes=(53, 60, 27, 48), device="cuda")
+    graph = _train(engine, Speed.default("cuda"), kind, sizes=(53, 60, 27, 48), device="cuda")
     tol = dict(rtol=1e-4, atol=2e-5) if kind == "sup" else dict(rtol=1e-3, atol=2e-4)
     for k in eager[0]:
         torch.testing.assert_close(graph[0][k], eager[0][k], **tol)
