@@ -182,10 +182,10 @@ def kernel_table(fn, top: int = 14) -> str:
 
 def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
     """The engine's client training of one `paper` round (CIFAR-10-shaped random images, tau 0, 1 epoch, Speed.default):
-    a whole train call, calls cut to 2 and 24 steps (per-step cost and fixed cost per call by difference), the replay of
-    the engine's captured step alone (CUDA events), and kernel/CPU tables of an eager 6-step call."""
-    import copy
-
+    whole train calls, calls cut to 2 and 24 steps, the replay of the engine's captured step alone (CUDA events), and
+    profiler tables of a 6-step call, eager and captured. (per_step_ms, fixed_s: the 2- and 24-step calls' difference
+    over 22 steps; it holds two more eager warm-up steps and the capture, so it is not the cost of a step: replay_ms
+    is.)"""
     from semifl_core import bench, engine as engine_mod
     from semifl_core.engine import Speed
     from semifl_core.run import Experiment
@@ -238,7 +238,8 @@ def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
         with prof_ctx(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             eager.train(seen["model"], bench._cut(tasks, 6), *args)
             sync()
-        out["eager_table"] = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=70)
+        out["eager_table"] = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25,
+                                                       max_name_column_width=70)
         with prof_ctx(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             exp.engine.train(seen["model"], bench._cut(tasks, 6), *args)
             sync()
@@ -456,9 +457,11 @@ def main(argv=None) -> int:
 
 
 def table(rows) -> str:
-    head = "| variant | step ms | img/s (2 passes) | of FP32 peak | rel. diff vs FP32 vmap | note |\n|---|---|---|---|---|---|"
-    body = [f"| {r['variant']} | {r.get('step_ms', float('nan')):.2f} | {r.get('img_s', float('nan')):,.0f} | "
-            f"{r.get('fp32_peak_pct', float('nan')):.1f} % | {r.get('rel_diff', r.get('rel_diff_vs_fp32_vmap', float('nan'))):.1e} | "
+    nan = float("nan")
+    head = ("| variant | step ms | img/s (2 passes) | of FP32 peak | rel. diff vs FP32 vmap | note |\n"
+            "|---|---|---|---|---|---|")
+    body = [f"| {r['variant']} | {r.get('step_ms', nan):.2f} | {r.get('img_s', nan):,.0f} | "
+            f"{r.get('fp32_peak_pct', nan):.1f} % | {r.get('rel_diff', r.get('rel_diff_vs_fp32_vmap', nan)):.1e} | "
             f"{r.get('note', '')} |" for r in rows]
     return "\n".join([head, *body]) + "\n"
 
