@@ -99,6 +99,26 @@ def test_the_step_probe_computes_the_same_gradients_client_by_client_as_vmap(tmp
     assert row["rel_diff"] < 1e-5
 
 
+def test_partial_steps_counts_the_steps_the_graph_cannot_take():
+    """scripts/partial_steps.py: a step counts when any client trains on a partial batch there (not when a client has
+    run out of steps: the graph masks it), and its simulated epochs have the batch sizes tasks.epoch_batches gives."""
+    import importlib.util
+    from pathlib import Path
+
+    import numpy as np
+
+    from semifl_core.tasks import epoch_batches
+    path = Path(__file__).resolve().parents[1] / "scripts" / "partial_steps.py"
+    spec = importlib.util.spec_from_file_location("partial_steps", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sizes = [np.array([10, 10, 3, 10, 10, 3]), np.array([10, 4, 10, 4]), np.array([10, 10])]
+    assert mod.partial_share(sizes, 10) == (4, 6)          # steps 2, 3, 4 and 6 (1-based); client 3's end is masked
+    for n in (7, 40, 463):
+        lens = [len(b) for b in epoch_batches(n, 10, 5, np.random.default_rng(0))]
+        assert lens == mod.epoch_sizes(n, 10, 5).tolist()
+
+
 def test_the_device_script_in_smoke_mode_prints_one_table_and_goes_on_without_fashion_mnist(tmp_path):
     """scripts/bench_gpu.py --smoke, with Fashion-MNIST hidden (as on a device machine it was not carried to): it says
     so in one line, skips that part, times the CNN part on random images of its shape, and prints one table with
