@@ -38,6 +38,7 @@ import os
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
@@ -180,6 +181,23 @@ def kernel_table(fn, top: int = 14) -> str:
     return "\n".join(lines)
 
 
+@contextmanager
+def captured_steps():
+    """Inside: every engine.CapturedStep made is appended to the yielded list (to time its graph's replays)."""
+    from semifl_core import engine as engine_mod
+    made, real = [], engine_mod.CapturedStep
+
+    class Spy(real):
+        def __init__(self, fn):
+            super().__init__(fn)
+            made.append(self)
+    engine_mod.CapturedStep = Spy
+    try:
+        yield made
+    finally:
+        engine_mod.CapturedStep = real
+
+
 def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
     """The engine's client training of one `paper` round (CIFAR-10-shaped random images, tau 0, 1 epoch, Speed.default):
     whole train calls, calls cut to 2 and 24 steps, the replay of the engine's captured step alone (CUDA events), and
@@ -193,7 +211,7 @@ def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
     cfg = profile(name).replace(threshold=0.0, local_epochs=1.0, engine="vectorized")
     data, _ = bench.bench_data(cfg, None, dev, synthetic=True)
     exp = Experiment(cfg, data, dev, Speed.default(dev))
-    seen, graphs = {}, []
+    seen = {}
     train = exp.engine.train
 
     def spy(model, tasks, loss_fn, lr, states, *a, **k):
@@ -206,22 +224,13 @@ def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
     out = {"clients": len(tasks), "steps": [t.steps for t in tasks], "batch": int(tasks[0].views["x"].shape[1])}
     log(f"engine: {out}")
 
-    class Spy(engine_mod.CapturedStep):
-        def __init__(self, fn):
-            super().__init__(fn)
-            graphs.append(self)
-    real = engine_mod.CapturedStep
-    engine_mod.CapturedStep = Spy
-
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
-
     def timed(ts, eng=exp.engine):
-        sync()
+        bench._sync(dev)
         t = time.perf_counter()
         eng.train(seen["model"], ts, *args)
-        sync()
+        bench._sync(dev)
         return time.perf_counter() - t
-    try:
+    with captured_steps() as graphs:
         out["whole_s"] = [timed(tasks) for _ in range(2)]
         for s in (2, 24):
             out[f"cut{s}_s"] = [timed(bench._cut(tasks, s)) for _ in range(2)]
@@ -237,16 +246,14 @@ def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
         from torch.profiler import ProfilerActivity, profile as prof_ctx
         with prof_ctx(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             eager.train(seen["model"], bench._cut(tasks, 6), *args)
-            sync()
+            bench._sync(dev)
         out["eager_table"] = prof.key_averages().table(sort_by="cuda_time_total", row_limit=25,
                                                        max_name_column_width=70)
         with prof_ctx(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
             exp.engine.train(seen["model"], bench._cut(tasks, 6), *args)
-            sync()
+            bench._sync(dev)
         out["graph_table"] = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=20,
                                                        max_name_column_width=70)
-    finally:
-        engine_mod.CapturedStep = real
     return out
 
 
@@ -258,7 +265,7 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     epochs: an 800-round run is 800 such rounds."""
     import copy
 
-    from semifl_core import bench, engine as engine_mod
+    from semifl_core import bench
     from semifl_core.engine import Speed
     from semifl_core.run import Experiment
     dev = torch.device(dev)
@@ -266,16 +273,8 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     data, source = bench.bench_data(cfg, None, dev, synthetic=True)
     start = Experiment(cfg, data, dev).new_state()
     speeds = {"baseline": Speed.baseline(), "default": Speed.default(dev)}
-    graphs, real = [], engine_mod.CapturedStep
-
-    class Spy(real):
-        def __init__(self, fn):
-            super().__init__(fn)
-            graphs.append(self)
-    sync = torch.cuda.synchronize if dev.type == "cuda" else (lambda: None)
     rows = []
-    engine_mod.CapturedStep = Spy
-    try:
+    with captured_steps() as graphs:
         for v in variants:
             speed = speeds[v]
             if dev.type != "cuda":   # smoke: the same code paths without CUDA
@@ -286,10 +285,10 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
             for i in range(1 if v == "baseline" else repeats):
                 graphs.clear()
                 st = copy.deepcopy(start)
-                sync()
+                bench._sync(dev)
                 t = time.perf_counter()
                 m = exp.round(st, 0)
-                sync()
+                bench._sync(dev)
                 wall = time.perf_counter() - t
                 row = {"variant": v, "source": source, "round_s": wall, "client_samples": m.get("client_samples"),
                        "label_ratio": m.get("label_ratio"), "epochs": cfg.local_epochs,
@@ -304,8 +303,6 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
             exp = None
             if dev.type == "cuda":
                 torch.cuda.empty_cache()
-    finally:
-        engine_mod.CapturedStep = real
     return rows
 
 
@@ -373,69 +370,52 @@ def main(argv=None) -> int:
         return 0
     dev = torch.device("cuda")
     log(f"{torch.cuda.get_device_name(dev)}, torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}")
-    mflop = 428.4
-    b = 10
-    if args.compile:
-        model, params, buffers, data = setup(10, b, dev)
-        fns = step_fns(model, params, buffers, data)
-        with torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=False):
-            ref = {k: v.clone() for k, v in fns["vmap"]().items()}   # FP32 eager reference
-        for name in ("vmap", "batch"):
-            for compiled in (False, True):
-                t = time.monotonic()
-                label = f"n=10: {name}" + (" (torch.compile)" if compiled else "")
-                try:
-                    fn = torch.compile(fns[name]) if compiled else fns[name]
-                    g, res = captured(fn)
-                    ms = time_replays(g)
-                    rows.append({"variant": label, "n": 10, "b": b, "step_ms": ms, "img_s": 200 / ms * 1e3,
-                                 "fp32_peak_pct": 100 * 200 * 3 * mflop * 1e6 / (ms * 1e-3) / 67e12,
-                                 "rel_diff_vs_fp32_vmap": rel_diff(res, ref) if name == "vmap" else float("nan"),
-                                 "measure_s": time.monotonic() - t})
-                except Exception as err:
-                    rows.append({"variant": label, "note": f"failed after {time.monotonic() - t:.0f} s: "
-                                 f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"})
-                log(rows[-1])
-                save()
-        print(table(rows))
-        return 0   # WRN-28-2 forward MFLOP an image (bench.model_flops_per_sample, 32x32)
+    from semifl_core import bench
+    per_image = bench.model_flops_per_sample(profile("paper"), (3, 32, 32), dev)   # forward + backward
+    peak = bench.peak_flops(dev)[0]
     b = 10
 
-    def measure(label, n, names, bench: bool, tf32: bool = True, cl: bool = False, streams: int = 0):
-        torch.backends.cudnn.benchmark = bench
+    def measure(label, n, names, autotune: bool, tf32: bool = True, cl: bool = False, compiled: bool = False):
+        torch.backends.cudnn.benchmark = autotune
         torch.backends.cudnn.allow_tf32 = tf32
         model, params, buffers, data = setup(n, b, dev, channels_last=cl)
         if cl:
             model = model.to(memory_format=torch.channels_last)
-        fns = step_fns(model, params, buffers, data, streams=streams or n)
+        fns = step_fns(model, params, buffers, data, streams=n)
         with torch.backends.cudnn.flags(enabled=True, benchmark=False, deterministic=False, allow_tf32=False):
             ref = {k: v.clone() for k, v in fns["vmap"]().items()}   # FP32 eager reference
         for name in names:
+            variant = f"{label}: {name}" + (" (torch.compile)" if compiled else "")
             if time.monotonic() - start > args.deadline:
-                rows.append({"variant": f"{label}: {name}", "note": "skipped: deadline"})
+                rows.append({"variant": variant, "note": "skipped: deadline"})
                 continue
             t = time.monotonic()
             try:
-                g, res = captured(fns[name])
+                g, res = captured(torch.compile(fns[name]) if compiled else fns[name])
                 ms = time_replays(g)
                 diff = rel_diff(res, ref) if name != "batch" else float("nan")
                 imgs = n * b * 2
-                rows.append({"variant": f"{label}: {name}", "n": n, "b": b, "cudnn_benchmark": bench, "tf32": tf32,
+                rows.append({"variant": variant, "n": n, "b": b, "cudnn_benchmark": autotune, "tf32": tf32,
                              "channels_last": cl, "step_ms": ms, "img_s": imgs / ms * 1e3,
-                             "fp32_peak_pct": 100 * imgs * 3 * mflop * 1e6 / (ms * 1e-3) / 67e12,
+                             "fp32_peak_pct": 100 * imgs * per_image / (ms * 1e-3) / peak,
                              "rel_diff_vs_fp32_vmap": diff, "measure_s": time.monotonic() - t})
                 del g
             except Exception as err:
-                rows.append({"variant": f"{label}: {name}", "note": f"failed: {type(err).__name__}: "
-                             f"{' '.join(str(err).split())[:200]}"})
+                rows.append({"variant": variant, "note": f"failed after {time.monotonic() - t:.0f} s: "
+                             f"{type(err).__name__}: {' '.join(str(err).split())[:200]}"})
             log(rows[-1])
             save()
             torch.cuda.empty_cache()
         return model, params, buffers, data, fns
 
+    if args.compile:
+        for compiled in (False, True):
+            measure("n=10", 10, ["vmap", "batch"], autotune=False, compiled=compiled)
+        print(table(rows))
+        return 0
     # 1. the four formulations, n = 10 (the paper's active clients), autotuner off (today) and on
-    measure("n=10", 10, ["vmap", "loop", "streams", "batch"], bench=False)
-    _, _, _, _, fns = measure("n=10 +benchmark", 10, ["vmap", "loop", "streams", "batch"], bench=True)
+    measure("n=10", 10, ["vmap", "loop", "streams", "batch"], autotune=False)
+    _, _, _, _, fns = measure("n=10 +benchmark", 10, ["vmap", "loop", "streams", "batch"], autotune=True)
     # 2. where the time goes (eager, autotuner on)
     for name in ("vmap", "loop"):
         try:
@@ -445,11 +425,11 @@ def main(argv=None) -> int:
         save()
     log("kernel tables done")
     # 3. TF32 off; channels_last
-    measure("n=10 +benchmark -tf32", 10, ["vmap", "streams"], bench=True, tf32=False)
-    measure("n=10 +benchmark +channels_last", 10, ["vmap", "streams"], bench=True, cl=True)
+    measure("n=10 +benchmark -tf32", 10, ["vmap", "streams"], autotune=True, tf32=False)
+    measure("n=10 +benchmark +channels_last", 10, ["vmap", "streams"], autotune=True, cl=True)
     # 4. several runs stacked in one step
     for n in (20, 40):
-        measure(f"n={n} +benchmark", n, ["vmap", "streams"], bench=True)
+        measure(f"n={n} +benchmark", n, ["vmap", "streams"], autotune=True)
     print("\n\n".join(f"## {k}\n{v}" for k, v in texts.items()))
     print(table(rows))
     save()
