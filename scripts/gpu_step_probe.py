@@ -257,6 +257,24 @@ def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
     return out
 
 
+def speed_variant(name: str, dev):
+    """A --variants name as an engine.Speed: baseline, default, or the default with switches turned on, each after a
+    `+` (default+compile+masked_steps, or +compile for short). An unknown name or switch: one line naming it."""
+    import dataclasses
+
+    from semifl_core.engine import Speed
+    head, *switches = name.split("+")
+    if head not in ("", "baseline", "default"):
+        raise SystemExit(f"--variants {name!r}: {head!r} is not a variant; allowed: baseline, default, "
+                         f"default+SWITCH (+SWITCH for short)")
+    speed = Speed.baseline() if head == "baseline" else Speed.default(dev)
+    fields = {f.name for f in dataclasses.fields(Speed)}
+    for sw in switches:
+        if sw not in fields:
+            raise SystemExit(f"--variants {name!r}: {sw!r} is not a Speed switch; allowed: {', '.join(sorted(fields))}")
+    return dataclasses.replace(speed, **{sw: True for sw in switches})
+
+
 def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "default"),
                   repeats: int = 2) -> list[dict]:
     """Whole rounds at the profile's own E (tau 0: label ratio 1, every client sample trained on), from the same state,
@@ -266,13 +284,12 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     import copy
 
     from semifl_core import bench
-    from semifl_core.engine import Speed
     from semifl_core.run import Experiment
     dev = torch.device(dev)
     cfg = profile(name).replace(threshold=0.0, engine="vectorized")
     data, source = bench.bench_data(cfg, None, dev, synthetic=True)
     start = Experiment(cfg, data, dev).new_state()
-    speeds = {"baseline": Speed.baseline(), "default": Speed.default(dev)}
+    speeds = {v: speed_variant(v, dev) for v in variants}   # every name checked before anything runs
     rows = []
     with captured_steps() as graphs:
         for v in variants:
@@ -313,8 +330,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", default=os.environ.get("OUT"))
     p.add_argument("--engine", action="store_true", help="only the engine's breakdown (engine_breakdown)")
     p.add_argument("--rounds", action="store_true", help="only whole rounds per Speed variant (round_compare)")
-    p.add_argument("--variants", default="baseline,default", help="--rounds: the Speed variants (of baseline, "
-                   "default)")
+    p.add_argument("--variants", default="baseline,default", help="--rounds: the Speed variants, comma-separated: "
+                   "baseline, default, or default with switches on (default+compile+masked_steps, or +compile)")
     p.add_argument("--compile", action="store_true", help="only torch.compile (inductor) of the vmap and batch steps, "
                    "captured, beside the eager-captured ones")
     args = p.parse_args(argv)

@@ -46,7 +46,7 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 
 from .errors import ConfigError  # noqa: F401  (defined at the bottom, so that engine can raise it too)
 from .methods import CBAFED_METHODS, FEDAVG_FIXMATCH, FL2, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER

@@ -18,6 +18,9 @@ train on identical inputs:
   Training amplifies such differences over rounds, so whole runs of the two engines end within seed noise
   of each other, not bit-identical (measured in BENCHMARKS.md). With Speed.flat_sgd the clients' parameters and
   momentum live in two flat buffers (`FlatModels`), so one elementwise kernel updates every tensor of every client.
+  With Speed.masked_steps a partial batch is instead padded to the full batch with a mask of its real samples
+  (b["valid"]), which static BN (models.valid_samples) and every graph_safe loss honour: every step then has one
+  shape, so a CUDA graph takes it too.
 
 `Speed` chooses how they run, never what they compute: see its docstring.
 """
@@ -28,11 +31,13 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
 from torch.utils._pytree import tree_flatten, tree_map
 
 from .augment import normalize
 from .errors import ConfigError
+from .models import valid_samples
 from .tasks import Task
 
 
@@ -54,12 +59,23 @@ class Speed:
                  statistics) instead of one forward per group; equal up to float rounding, so on by default on CUDA only
     bf16         the forward/backward in bfloat16 (fp32 master weights, gradients and loss). CHANGES results: for the
                  benchmark only, refused by run.run
+    masked_steps the vectorized engine's steps where a client has a partial batch run as full ones, padded, with a
+                 mask of the real samples that static BN and graph_safe losses honour (equal up to float rounding),
+                 in a second CUDA graph, so graphs take every step but the first, not only those where all clients
+                 have full batches.
+                 Needs flat_sgd. Models with plain BN (norm=bn) and losses not graph_safe keep their eager partial
+                 steps. Off by default until measured on a GPU (the rule: BENCHMARKS.md)
+    compile      torch.compile (inductor) of the vectorized engine's full-batch step (graph_safe losses), inside its
+                 CUDA graph when cuda_graphs is on. Needs flat_sgd. Equal up to float rounding. Off by default until
+                 measured on a GPU (the rule: BENCHMARKS.md)
     """
     sync_free: bool = False
     flat_sgd: bool = False
     cuda_graphs: bool = False
     sbn_one_pass: bool = False
     bf16: bool = False
+    masked_steps: bool = False
+    compile: bool = False
 
     @classmethod
     def baseline(cls) -> "Speed":
@@ -82,6 +98,10 @@ class Speed:
         if self.cuda_graphs and not self.sync_free:
             raise ConfigError("cuda_graphs=True: needs sync_free=True (a captured step may not copy from the host); "
                               "allowed with sync_free=False: cuda_graphs=False")
+        for name in ("masked_steps", "compile"):
+            if getattr(self, name) and not self.flat_sgd:
+                raise ConfigError(f"{name}=True: needs flat_sgd=True (its fixed-shape step updates the flat buffers); "
+                                  f"allowed with flat_sgd=False: {name}=False")
         if self.bf16 and not (dev.type == "cuda" and torch.cuda.is_bf16_supported()):
             raise ConfigError(f"bf16=True: needs a CUDA GPU with bfloat16 support, this run is on "
                               f"{torch.cuda.get_device_name(dev) if dev.type == 'cuda' else dev}; allowed: False")
@@ -100,9 +120,26 @@ def model_inputs(batch: dict, mean, std) -> dict:
 
 def graph_safe(loss_fn):
     """Marks a loss function as free of host synchronisation and data-dependent Python control flow, so that a step
-    on it can be captured as a CUDA graph (Speed.cuda_graphs); unmarked losses always run eagerly."""
+    on it can be captured as a CUDA graph (Speed.cuda_graphs), and as honouring b["valid"] where a step has it (a
+    batch padded to full size, Speed.masked_steps: its batch means over the real samples only, `batch_mean`, and its
+    counts of those only). Unmarked losses always run eagerly on un-padded batches."""
     loss_fn.graph_safe = True
     return loss_fn
+
+
+def batch_mean(v: torch.Tensor, b: dict) -> torch.Tensor:
+    """The mean of per-sample values v over the step's real samples: all of them, or those b["valid"] marks."""
+    if "valid" not in b:
+        return v.mean()
+    m = b["valid"].to(v.dtype)
+    return (v * m).sum() / m.sum()
+
+
+def batch_ce(logits: torch.Tensor, y: torch.Tensor, b: dict) -> torch.Tensor:
+    """F.cross_entropy (a batch mean) over the step's real samples (batch_mean)."""
+    if "valid" not in b:
+        return F.cross_entropy(logits, y)
+    return batch_mean(F.cross_entropy(logits, y, reduction="none"), b)
 
 
 # ---------------------------------------------------------------------- SGD
@@ -198,33 +235,36 @@ class FlatModels:
 
 # ---------------------------------------------------------------------- CUDA graphs
 class CapturedStep:
-    """fn(**inputs) as a CUDA graph (Speed.cuda_graphs). The first WARMUP calls run eagerly on a side stream (lazy
-    initialisation, as torch.cuda.graphs asks), the next captures fn on static copies of its inputs, and each call
-    from then on copies its inputs into those and replays. fn keeps its state in tensors it updates in place; its
-    output is a static tensor, overwritten by the next call."""
+    """fn(**inputs) as a CUDA graph (Speed.cuda_graphs). Every call first copies its inputs into static copies of
+    them (made at the first call); the first WARMUP calls run fn on those eagerly on a side stream (lazy
+    initialisation, as torch.cuda.graphs asks), the next captures it on them, and each call from then on replays.
+    Warm-ups and capture read the same tensors (same layout), so a compiled fn (Speed.compile) compiles in the
+    warm-ups and is not recompiled inside the capture (which would invalidate it). fn keeps its state in tensors it
+    updates in place; its output is a static tensor, overwritten by the next call."""
     WARMUP = 3   # as torch's whole-network capture example
 
     def __init__(self, fn):
         self.fn, self.calls, self.graph, self.static, self.out = fn, 0, None, None, None
 
     def __call__(self, **inputs):
+        if self.static is None:
+            self.static = tree_map(lambda t: t.clone() if torch.is_tensor(t) else t, inputs)
+        else:
+            for dst, src in zip(tree_flatten(self.static)[0], tree_flatten(inputs)[0]):
+                if torch.is_tensor(dst):
+                    dst.copy_(src)
         if self.graph is None and self.calls < self.WARMUP:
             self.calls += 1
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
-                out = self.fn(**inputs)
+                out = self.fn(**self.static)
             torch.cuda.current_stream().wait_stream(side)
             return out
         if self.graph is None:
-            self.static = tree_map(lambda t: t.clone() if torch.is_tensor(t) else t, inputs)
             self.graph = torch.cuda.CUDAGraph()
             with torch.cuda.graph(self.graph):
                 self.out = self.fn(**self.static)
-        else:
-            for dst, src in zip(tree_flatten(self.static)[0], tree_flatten(inputs)[0]):
-                if torch.is_tensor(dst):
-                    dst.copy_(src)
         self.graph.replay()
         return self.out
 
@@ -389,7 +429,8 @@ class VectorizedEngine:
             return functional_call(model, (p, buffers), (x,))
 
         def step_loss(p, inputs):
-            loss, aux = loss_fn(lambda x: forward(p, x), inputs)
+            with valid_samples(inputs.get("valid")):   # None unless a padded step (masked_steps)
+                loss, aux = loss_fn(lambda x: forward(p, x), inputs)
             return loss, torch.cat([loss.detach()[None], aux])
 
         grad_all = vmap(grad(step_loss, has_aux=True))
@@ -399,6 +440,12 @@ class VectorizedEngine:
         for i, t in enumerate(tasks):
             sizes[i, :t.steps] = t.size
         full_size = tasks[0].views["x"].shape[1]
+        graphable = getattr(loss_fn, "graph_safe", False)
+        masked = speed.masked_steps and graphable and not any(
+            isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+        if masked:   # each step's real samples; a client out of steps keeps a full mask (it is not updated anyway)
+            real = torch.as_tensor(np.where(sizes == 0, full_size, sizes), device=dev)
+            valid = torch.arange(full_size, device=dev) < real[..., None]                 # (n, S, B)
         # Which clients take a full / a partial batch at each step: index tensors built before the loop, so the
         # step loop itself makes no host-to-device copies (sync_free: all of them in two copies).
         fulls = [np.flatnonzero(sizes[:, s] == full_size) for s in range(sizes.shape[1])]
@@ -414,16 +461,29 @@ class VectorizedEngine:
         stats = None
 
         def full_step(batch, active):
-            """Every client's step on its full batch, those not in `active` masked (cuda_graphs: shapes fixed)."""
+            """Every client's step on its full batch (a padded one with masked_steps), those not in `active` masked:
+            one shape for every step (cuda_graphs, compile)."""
             g, a = grad_all(params, model_inputs(batch, mean, std))
-            flat.step(g, active=active, one_reduction=True)
+            flat.step(g, active=active, one_reduction=dev.type != "cpu")
             stats.add_(torch.where(active[:, None], a, 0))
 
-        graph = CapturedStep(full_step) if speed.cuda_graphs and getattr(loss_fn, "graph_safe", False) else None
+        # The fixed-shape steps: one for the steps where every client still training has a full batch, one (masked
+        # steps) for those where some have a partial one, padded (two graphs: the full steps keep plain batch norm).
+        # None: those steps run eagerly on un-padded batches (the reference path).
+        fixed_full = fixed_padded = None
+        if graphable and (speed.cuda_graphs or speed.compile or masked):
+            step = torch.compile(full_step) if speed.compile else full_step
+            fixed_full = CapturedStep(step) if speed.cuda_graphs else step
+            if masked:
+                fixed_padded = CapturedStep(step) if speed.cuda_graphs else step
         every = torch.ones(n, dtype=torch.bool, device=dev)
         for s, (full, full_idx, partial, idx, whole, active) in enumerate(plan):
-            if graph is not None and stats is not None and len(partial) == 0:
-                graph(batch={k: v[:, s] for k, v in stacked.items()}, active=every if whole else active)
+            fixed = fixed_full if len(partial) == 0 else fixed_padded
+            if fixed is not None and stats is not None:
+                batch = {k: v[:, s] for k, v in stacked.items()}
+                if len(partial):
+                    batch["valid"] = valid[:, s]
+                fixed(batch=batch, active=every if whole else active)
                 continue
             grads, aux = {}, []
             if len(full):

@@ -7,6 +7,7 @@ statistics).
 from __future__ import annotations
 
 import copy
+from contextlib import contextmanager
 
 import torch
 import torch.nn as nn
@@ -15,9 +16,35 @@ import torch.nn.functional as F
 from .augment import normalize
 
 
+_VALID = None   # the real samples of a padded batch while valid_samples is active (Speed.masked_steps), else None
+
+
+@contextmanager
+def valid_samples(mask: torch.Tensor | None):
+    """Within it, static BN in training mode takes its batch statistics over the samples where mask (B,) is True
+    only, so a batch padded to a fixed size normalises its real samples as they alone would be (None: all samples)."""
+    global _VALID
+    saved, _VALID = _VALID, mask
+    try:
+        yield
+    finally:
+        _VALID = saved
+
+
+def masked_batch_norm(x, valid, weight, bias, eps: float):
+    """F.batch_norm in training mode with the mean and biased variance over the samples where valid (B,) is True;
+    every sample is normalised with them (a padded sample's output is some value its loss then ignores)."""
+    m = valid.to(x.dtype).view(-1, 1, 1, 1)
+    count = m.sum() * x.shape[2] * x.shape[3]
+    mean = (x * m).sum(dim=(0, 2, 3), keepdim=True) / count
+    var = ((x - mean).square() * m).sum(dim=(0, 2, 3), keepdim=True) / count
+    return (x - mean) * torch.rsqrt(var + eps) * weight.view(1, -1, 1, 1) + bias.view(1, -1, 1, 1)
+
+
 class StaticBatchNorm2d(nn.Module):
-    """Batch norm that never tracks running statistics: training mode always uses the batch's statistics;
-    eval mode uses the `mean`/`var` buffers that sbn.compute_statistics filled in."""
+    """Batch norm that never tracks running statistics: training mode always uses the batch's statistics (of its
+    real samples only, inside valid_samples); eval mode uses the `mean`/`var` buffers that sbn.compute_statistics
+    filled in."""
 
     def __init__(self, channels: int, eps: float = 1e-5):
         super().__init__()
@@ -37,6 +64,8 @@ class StaticBatchNorm2d(nn.Module):
                 if self.group:
                     return self.grouped(x)
                 self.record.append((x.mean(dim=(0, 2, 3))[None], x.var(dim=(0, 2, 3), unbiased=True)[None]))
+        if _VALID is not None:
+            return masked_batch_norm(x, _VALID, self.weight, self.bias, self.eps)
         return F.batch_norm(x, None, None, self.weight, self.bias, True, 0.0, self.eps)
 
     def grouped(self, x):

@@ -8,7 +8,6 @@ import pytest
 import torch
 
 from semifl_core import results
-from semifl_core import run as run_mod
 from semifl_core.cli import main as cli_main
 from semifl_core.config import profile
 from semifl_core.data import synthetic

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import torch.nn.functional as F
 
 from semifl_core import sbn
 from semifl_core.config import ConfigError, profile
@@ -58,6 +59,16 @@ def _train(engine, speed, kind, sizes=(23, 30, 7, 18), device="cpu", **cfg_kw):
     out = engine(cfg, DATA.mean, DATA.std, speed).train(model, tasks, loss_fn, 0.05, _states(model, len(sizes)),
                                                         *([losses] if losses is not None else []))
     return (*out, losses)
+
+
+def _assert_trained_alike(got, ref, rtol=1e-5, atol=1e-6):
+    """Weights, momentum and per-model stats of two train calls equal up to float rounding."""
+    for k in ref[0]:
+        torch.testing.assert_close(got[0][k], ref[0][k], rtol=rtol, atol=atol)
+    for a, b in zip(ref[1], got[1]):
+        for k in a:
+            torch.testing.assert_close(b[k], a[k], rtol=rtol, atol=atol)
+    torch.testing.assert_close(got[2], ref[2], rtol=max(rtol, 1e-5), atol=max(atol, 1e-5))
 
 
 # ---------------------------------------------------------------------- the switches themselves
@@ -273,12 +284,111 @@ def test_the_steps_cuda_graphs_capture_train_as_the_eager_ones_on_a_cpu(engine, 
     eager = _train(engine, Speed.default("cpu"), "sup", sizes)
     graph = _train(engine, dataclasses.replace(Speed.default("cpu"), cuda_graphs=True), "sup", sizes)
     assert len(calls) >= 9                                          # all but the first and the partial steps
-    for k in eager[0]:
-        torch.testing.assert_close(graph[0][k], eager[0][k], rtol=1e-5, atol=1e-6)
-    for a, b in zip(eager[1], graph[1]):
-        for k in a:
-            torch.testing.assert_close(b[k], a[k], rtol=1e-5, atol=1e-6)
-    torch.testing.assert_close(graph[2], eager[2], rtol=1e-5, atol=1e-5)
+    _assert_trained_alike(graph, eager)
+
+
+# ---------------------------------------------------------------------- masked (padded) steps and compile
+def test_masked_batch_norm_is_batch_norm_over_the_real_samples_whatever_the_padding():
+    from semifl_core.models import masked_batch_norm
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randn(7, 5, 4, 4, generator=gen, requires_grad=True)
+    w, b = torch.rand(5, generator=gen).requires_grad_(), torch.randn(5, generator=gen).requires_grad_()
+    valid = torch.tensor([True] * 4 + [False] * 3)
+    padded = torch.cat([x[:4], 100 * torch.randn(3, 5, 4, 4, generator=gen)])   # padding far off the real samples
+    out = masked_batch_norm(padded, valid, w, b, 1e-5)
+    ref = F.batch_norm(x[:4], None, None, w, b, True, 0.0, 1e-5)
+    torch.testing.assert_close(out[:4], ref)
+    g_out = torch.autograd.grad((out[:4] ** 2).sum(), (x, w, b))
+    g_ref = torch.autograd.grad((ref ** 2).sum(), (x, w, b))
+    for a, r in zip(g_out, g_ref):
+        torch.testing.assert_close(a, r)
+    assert not torch.equal(out[:4], F.batch_norm(padded, None, None, w, b, True, 0.0, 1e-5)[:4])   # unmasked differs
+
+
+@pytest.mark.parametrize("speed", [Speed(masked_steps=True), Speed(compile=True, sync_free=True)])
+def test_masked_steps_and_compile_without_flat_sgd_are_refused_in_one_line(speed):
+    field = "masked_steps" if speed.masked_steps else "compile"
+    with pytest.raises(ConfigError, match=rf"^{field}=True: needs flat_sgd=True.*allowed with flat_sgd=False: "
+                                          rf"{field}=False$"):
+        speed.check("cpu")
+
+
+@pytest.mark.parametrize("kind", ["fix-mix", "fixmatch", "sup"])
+def test_masked_steps_train_as_the_eager_partial_steps(kind, monkeypatch):
+    """Speed.masked_steps: a step where some clients have a partial batch runs as one padded step with a mask of the
+    real samples (BN statistics and loss means over those only), and trains as the eager un-padded steps do, up to
+    float rounding; the aux counts (fixmatch: seen, right, confident) count the real samples only. Weak views for
+    the same reason as the cuda_graphs test above (max-pool ties of cutout squares)."""
+    from semifl_core import engine as engine_mod
+    masks, original = [], engine_mod.valid_samples
+
+    def spy(mask):
+        masks.append(mask is not None)
+        return original(mask)
+    monkeypatch.setattr(engine_mod, "valid_samples", spy)
+    loss_fn, views = LOSSES[kind]
+    if kind == "fixmatch":   # a threshold the untrained model's confidence crosses for some samples, not all
+        loss_fn = semifl.fixmatch_loss(0.12)
+    monkeypatch.setitem(LOSSES, kind, (loss_fn, {**views, "view": "weak"}))
+    sizes = (23, 30, 7, 18)          # partial batches at different steps, clients out of steps
+    eager = _train(VectorizedEngine, Speed.default("cpu"), kind, sizes)
+    assert not any(masks)
+    masked = _train(VectorizedEngine, dataclasses.replace(Speed.default("cpu"), masked_steps=True), kind, sizes)
+    # 6 steps (batch 10, E=2), partial batches in steps 0-3 and 5: after the first (eager), those 4 ran padded
+    assert sum(masks) == 4
+    _assert_trained_alike(masked, eager)
+    if kind == "fixmatch":
+        assert 0 < eager[2][:, 2].sum() < eager[2][:, 0].sum()   # some samples confident, not all
+
+
+def test_captured_step_warms_up_and_captures_on_the_same_static_tensors(monkeypatch):
+    """What made the compiled step's capture fail on an H200: warm-ups on the caller's (strided) views, the capture on
+    contiguous copies, so a compiled fn recompiled inside the capture. Every call of fn must see the same static
+    tensors, holding that call's inputs. CUDA's streams and graph are stood in for on the CPU (the fake capture runs
+    fn once, the fake replay nothing)."""
+    from contextlib import nullcontext
+
+    from semifl_core import engine as engine_mod
+
+    class Fake:
+        def __init__(self, *a, **k):
+            pass
+
+        def wait_stream(self, other):
+            pass
+
+        def replay(self):
+            pass
+    monkeypatch.setattr(torch.cuda, "Stream", Fake)
+    monkeypatch.setattr(torch.cuda, "current_stream", lambda *a: Fake())
+    monkeypatch.setattr(torch.cuda, "stream", lambda s: nullcontext())
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Fake)
+    monkeypatch.setattr(torch.cuda, "graph", lambda g: nullcontext())
+    seen = []
+
+    def fn(x):
+        seen.append((x.data_ptr(), x.is_contiguous(), x.clone()))
+        return x.sum()
+    step = engine_mod.CapturedStep(fn)
+    stacked = torch.arange(60.0).view(6, 10)
+    for s in range(6):
+        step(x=stacked[:, s])                                     # a strided view, as the engine passes
+    assert len(seen) == step.WARMUP + 1                           # warm-ups, then one capture; replays run no Python
+    assert len({ptr for ptr, _, _ in seen}) == 1 and all(c for _, c, _ in seen)
+    for s, (_, _, x) in enumerate(seen):
+        assert torch.equal(x, stacked[:, s])
+    assert torch.equal(step.static["x"], stacked[:, 5])          # the last call's inputs are what replays read
+
+
+def test_compiled_full_step_trains_as_the_eager_one_on_a_cpu():
+    """Speed.compile (torch.compile of the vectorized engine's fixed-shape step), with masked steps, on the CPU:
+    inductor's fused kernels sum in another order, so equal up to float rounding, not bit-identical."""
+    sizes = (40, 30, 25, 60)
+    eager = _train(VectorizedEngine, Speed.default("cpu"), "sup", sizes)
+    torch._dynamo.reset()
+    fast = _train(VectorizedEngine, dataclasses.replace(Speed.default("cpu"), masked_steps=True, compile=True), "sup",
+                  sizes)
+    _assert_trained_alike(fast, eager, rtol=1e-4, atol=1e-5)
 
 
 # ---------------------------------------------------------------------- CUDA

@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import augment
-from ..engine import graph_safe
+from ..engine import batch_ce, batch_mean, graph_safe
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
@@ -28,7 +28,7 @@ from . import pseudo_labels
 @graph_safe
 def supervised_loss(f, b):
     """Eq. (1): CE(f(alpha(x)), y) on a weakly augmented labeled batch."""
-    return F.cross_entropy(f(b["x"]), b["y"]), b["x"].new_zeros(0)
+    return batch_ce(f(b["x"]), b["y"], b), b["x"].new_zeros(0)
 
 
 @graph_safe
@@ -38,10 +38,10 @@ def client_loss(f, b):
     Each CE is a batch mean. With b["rs"] (fedrs_alpha < 1, fedrs_scale) every CE reads the restricted logits
     alpha_c f_c(x) instead."""
     logits = (lambda x: f(x)) if "rs" not in b else (lambda x: f(x) * b["rs"])  # noqa: E731
-    loss = F.cross_entropy(logits(b["x"]), b["y"])
+    loss = batch_ce(logits(b["x"]), b["y"], b)
     if "x_mix" in b:
         out = logits(augment.mixup(b["x_weak"], b["x_mix"], b["lam"]))
-        loss = loss + b["lam"] * F.cross_entropy(out, b["y"]) + (1 - b["lam"]) * F.cross_entropy(out, b["y_mix"])
+        loss = loss + b["lam"] * batch_ce(out, b["y"], b) + (1 - b["lam"]) * batch_ce(out, b["y_mix"], b)
     return loss, b["x"].new_zeros(0)
 
 
@@ -60,9 +60,13 @@ def fixmatch_loss(threshold: float):
     def loss_fn(f, b):
         conf, pseudo = torch.softmax(f(b["x_weak"]).detach(), dim=1).max(dim=1)
         mask = (conf >= threshold).float()
-        loss = (F.cross_entropy(f(b["x"]), pseudo, reduction="none") * mask).mean()
+        loss = batch_mean(F.cross_entropy(f(b["x"]), pseudo, reduction="none") * mask, b)
         right = (pseudo == b["y"]).float()
-        n = torch.full((), float(len(pseudo)), device=mask.device)   # a fill, not a host-to-device copy
+        if "valid" in b:   # a padded step: count its real samples only
+            real = b["valid"].float()
+            right, mask, n = right * real, mask * real, real.sum()
+        else:
+            n = torch.full((), float(len(pseudo)), device=mask.device)   # a fill, not a host-to-device copy
         return loss, torch.stack([n, right.sum(), mask.sum(), (right * mask).sum()])
     return loss_fn
 
@@ -327,7 +331,7 @@ def client_tasks(exp, st, rnd: Round, active: list[int]) -> tuple[list, list]:
 
 
 def semifl_round(exp, st, rnd: Round) -> RoundRecord:
-    cfg, rec, diag = exp.cfg, rnd.record, rnd.record.diagnostics
+    cfg, rec = exp.cfg, rnd.record
     active = begin_round(exp, st, rnd)
     tasks, trained = client_tasks(exp, st, rnd, active)
     rec.clients_trained = len(trained)

@@ -152,7 +152,7 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = N
                   f"drop, points {ev(ca_drop, fx_drop)}"))
     if fedrs is not None:
         rs_drop = -v(FEDRS, "skew_dacc_unheld")
-        items.append((f"SemiFL + FedRS: a client's update lowers the classes it does not hold less than the fixed "
+        items.append(("SemiFL + FedRS: a client's update lowers the classes it does not hold less than the fixed "
                       "rule's with plain softmax", above(fx_drop, rs_drop), f"drop, points {ev(rs_drop, fx_drop)}"))
     items += _judged_claims(fix, "the global-adaptive rule (the fix) beats Partially Supervised",
                             "the global-adaptive rule beats the client-adaptive rule")

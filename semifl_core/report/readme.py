@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from ..config import PROFILE_GRID
-from ..methods import FL2, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
+from ..methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from ..methods.pseudo_labels import CLIENT_ADAPTIVE
 from ..results import open_run
 from . import configs as C, paper
@@ -174,8 +174,8 @@ def verdict_lines(rows) -> list[str]:
 def headline(results_dir=None) -> str:
     """The headline table as markdown, the verdicts it holds, and the lines that say what its cells are."""
     pds, pn = paper.paper_column_for(*PROFILE_GRID["small"][0])
-    out = [f"| study | R | partition | method | ours | Partially Supervised (ours, same R) | verdict: above "
-           f"Partially Supervised | gap closed (ours) | SemiFL (theirs) | gap closed (theirs) |",
+    out = ["| study | R | partition | method | ours | Partially Supervised (ours, same R) | verdict: above "
+           "Partially Supervised | gap closed (ours) | SemiFL (theirs) | gap closed (theirs) |",
            "| --- | ---: | --- | --- | ---: | ---: | --- | ---: | ---: | ---: |"]
     rows = headline_rows(results_dir)
     for row in rows:
