@@ -440,6 +440,7 @@ class VectorizedEngine:
         for i, t in enumerate(tasks):
             sizes[i, :t.steps] = t.size
         full_size = tasks[0].views["x"].shape[1]
+        one_reduction = dev.type != "cpu"   # clip norms: the CPU keeps the reference's order of sums (bit-identical)
         graphable = getattr(loss_fn, "graph_safe", False)
         masked = speed.masked_steps and graphable and not any(
             isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
@@ -464,7 +465,7 @@ class VectorizedEngine:
             """Every client's step on its full batch (a padded one with masked_steps), those not in `active` masked:
             one shape for every step (cuda_graphs, compile)."""
             g, a = grad_all(params, model_inputs(batch, mean, std))
-            flat.step(g, active=active, one_reduction=dev.type != "cpu")
+            flat.step(g, active=active, one_reduction=one_reduction)
             stats.add_(torch.where(active[:, None], a, 0))
 
         # The fixed-shape steps: one for the steps where every client still training has a full batch, one (masked
@@ -499,7 +500,7 @@ class VectorizedEngine:
                 aux.append(a[None])
             grads = {k: torch.cat(v) for k, v in grads.items()}
             if speed.flat_sgd:
-                flat.step(grads, None if whole else idx, active, one_reduction=dev.type != "cpu")
+                flat.step(grads, None if whole else idx, active, one_reduction=one_reduction)
             else:
                 self._sgd(params, momentum, grads, None if whole else idx, lr)
             aux = torch.cat(aux)
