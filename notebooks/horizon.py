@@ -54,7 +54,7 @@ print(report.runs_summary(df))
 # %% [markdown]
 # ## The gap closed, per training length
 #
-# Left: the share of the Partially -> Fully Supervised gap that SemiFL closes (%), every seed a point, at the final round and over the last 10 % of rounds, against R (log scale); the dashed line is the paper's 87 %. Middle and right: SemiFL's label ratio (the fraction of client images above the threshold) and the accuracy of those pseudo-labels (%), per round, one colour per R (x = round / R); mean over seeds and a band of one standard deviation (R=800: seed 0 only).
+# Left: the share of the Partially -> Fully Supervised gap that SemiFL closes (%), every seed a point, at the final round and over the last 10 % of rounds, against R (log scale); the dashed line is the paper's 87 %. Middle and right: SemiFL's label ratio (the fraction of client images above the threshold) and the accuracy of those pseudo-labels (%), per round, one colour per R (x = round / R); mean over seeds and a band of one standard deviation (none where a length has one seed).
 
 # %%
 points = report.horizon_points(df)
