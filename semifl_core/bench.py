@@ -181,11 +181,17 @@ HOST_READS = ("item", "cpu", "tolist", "numpy")   # on a CPU: the calls at which
 PHASES = ("sbn", "pseudo_label", "augment", "clients", "aggregate", "server", "eval", "prepare")
 
 
+# Switches a bench measures on a GPU only: on a CPU, torch.compile's compile (minutes on a loaded 2-core machine, and
+# its tracing inside a profiled window) would be the whole row. The tests check compile's results on the CPU.
+MEASURED_ON_GPU_ONLY = ("compile",)
+
+
 def speed_variants(device) -> list[tuple[str, object]]:
     """(name, engine.Speed) pairs to compare, in this order: the code before the switches (Speed.baseline());
-    Speed.default(device) where it differs from the next; every switch this device runs together ("all"); each switch
-    alone ("+sync_free"), or with the fewest other switches it needs ("+sync_free+flat_sgd+cuda_graphs"). A switch the
-    device cannot run (Speed.check) stays in the list alone, so that its row says why."""
+    Speed.default(device) where it differs from the next; every switch this device runs together ("all"; on a CPU
+    without compile, MEASURED_ON_GPU_ONLY); each switch alone ("+sync_free"), or with the fewest other switches it
+    needs ("+sync_free+flat_sgd+cuda_graphs"). A switch the device cannot run (Speed.check) stays in the list alone,
+    so that its row says why."""
     def runs(speed) -> bool:
         try:
             speed.check(device)
@@ -202,6 +208,8 @@ def speed_variants(device) -> list[tuple[str, object]]:
                      if runs(dataclasses.replace(alone, **{o: True for o in c}))), [])
         out.append(("+" + "+".join(need + [name]), dataclasses.replace(alone, **{o: True for o in need})))
     ok = {n for _, v in out[1:] if runs(v) for n in switches if getattr(v, n)}   # the switches this device runs
+    if device.type != "cuda":
+        ok -= set(MEASURED_ON_GPU_ONLY)
     together = dataclasses.replace(base, **{n: True for n in ok})
     default = Speed.default(device)   # first after the baseline: what a deadline must not skip
     return out[:1] + ([("default", default)] if default not in (base, together) else []) + [("all", together)] + out[1:]
@@ -215,9 +223,11 @@ def _cut(tasks, steps: int) -> list:
 @contextmanager
 def short_client_training(exp, device, counts: dict | None = None, steps=(2, 6)):
     """For rounds of exp inside the block: client training runs only the first steps[1] steps of each task (an
-    untimed warm round). With `counts`, two more such trainings of steps[0] and steps[1] steps are profiled and
-    counts gets the ops per client step between them (op_counts; with fewer steps than steps[0], the ops of the
-    whole short training over its client steps)."""
+    untimed warm round). With `counts`, a second unprofiled training (a compiled step recompiles on its second call,
+    when the learning rate turns dynamic: that tracing stays outside the counted window), then two more of steps[0]
+    and steps[1] steps profiled; counts gets the ops per client step between them (op_counts; with fewer steps than
+    steps[0], the ops of the whole short training over its client steps). Counts that come out negative (something
+    still traced or warmed inside the window) are dropped with a note, never reported."""
     train = exp.engine.train
 
     def short(model, tasks, loss_fn, lr, states, *args, **kwargs):
@@ -230,10 +240,14 @@ def short_client_training(exp, device, counts: dict | None = None, steps=(2, 6))
             def ops(s):
                 return op_counts(lambda: train(model, _cut(tasks, s), loss_fn, lr, states, *args, **kwargs), device)
             try:
+                train(model, _cut(tasks, s2), loss_fn, lr, states, *args, **kwargs)
                 a, b = ops(s1) if s1 else None, ops(s2)
-                counts.update({k: (v - (a[k] if a else 0)) / (len(tasks) * (s2 - s1)) for k, v in b.items()})
+                per = {k: (v - (a[k] if a else 0)) / (len(tasks) * (s2 - s1)) for k, v in b.items()}
+                if min(per.values(), default=0) < 0:
+                    raise RuntimeError(f"negative op counts {per}: the shorter training did more work")
+                counts.update(per)
                 counts["raw"] = {**b, "client_steps": len(tasks) * s2}
-            except Exception as err:   # the profiler itself (CUPTI) failed: the timing goes on without counts
+            except Exception as err:   # the profiler itself (CUPTI) failed, or the counts make no sense: no counts
                 counts["error"] = f"{type(err).__name__}: {' '.join(str(err).split())[:160]}"
         return out
     exp.engine.train = short
@@ -332,7 +346,7 @@ def measure_round(exp, start, r: int, flops: float, peak: float, scale: float = 
            "syncs_per_round": syncs[0], "profiled": counts.get("raw"),
            **{f"{k}_per_client_step": v for k, v in counts.items() if k not in ("error", "raw")}}
     if "error" in counts:
-        row["note"] = f"profiler failed: {counts['error']}"
+        row["note"] = f"no op counts: {counts['error']}"
     elif device.type == "cuda" and count and not counts.get("kernels"):
         row["note"] = "the profiler saw no GPU kernel (CUPTI missing?)"
     row["peak_fraction"] = row["client_img_s"] * flops / peak
@@ -377,6 +391,13 @@ def gpu_profile(cfg, device="auto", data_root=None, *, synthetic: bool = False, 
             if deadline is not None and time.monotonic() + last > deadline:
                 rows.append({**row, "note": "skipped: not enough time left before the deadline"})
                 continue
+            gpu_only = [n for n in MEASURED_ON_GPU_ONLY if getattr(speed, n)]
+            if gpu_only and device.type != "cuda":
+                rows.append({**row, "note": f"not run: {', '.join(gpu_only)} is measured on a GPU only (on a CPU its "
+                                            "compile time would be the row)"})
+                continue
+            if name == "all" and device.type != "cuda":
+                row["note"] = f"every switch this device runs but {', '.join(MEASURED_ON_GPU_ONLY)} (GPU only)"
             t = time.monotonic()
             try:
                 exp = Experiment(bench_cfg.replace(engine=engine), data, device, speed)

@@ -108,6 +108,22 @@ def label_skew_fedrs() -> list[tuple[str, Config]]:
             for label, cfg in cfgs.items()]
 
 
+def label_skew_ntd_gate() -> list[tuple[str, Config]]:
+    """The gate of the not-true distillation remedy (configs.NTD_GATE): SemiFL with it under Non-IID K=2, instrumented,
+    small profile, seeds 0-2."""
+    cfgs = C.label_skew_ntd_gate_configs("small", "fashionmnist", 100)
+    return [(f"label skew ntd gate: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2)
+            for label, cfg in cfgs.items()]
+
+
+def label_skew_ntd() -> list[tuple[str, Config]]:
+    """The not-true distillation remedy's cells (only once its gate passed: docs/label_skew.md), seed by seed; the
+    runs it is judged against that are committed are skipped."""
+    cfgs = C.label_skew_ntd_configs("small", "fashionmnist", 100)
+    return [(f"label skew ntd: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2)
+            for label, cfg in cfgs.items()]
+
+
 def label_skew_long() -> list[tuple[str, Config]]:
     """Issue 41's long runs: Partially Supervised at R=800 seeds 1-2 (minutes), then client-adaptive SemiFL and (FL)^2
     at `long` (IID, then Non-IID K=2; client-adaptive IID took 110 CPU minutes a run, (FL)^2 IID about 2.5 hours),
@@ -141,7 +157,8 @@ def cbafed_own() -> list[tuple[str, Config]]:
 QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
           "feddure_200": feddure_200, "label_skew_long": label_skew_long,
           "label_skew_diagnosis": label_skew_diagnosis, "label_skew_fix": label_skew_fix, "cbafed_own": cbafed_own,
-          "label_skew_fedrs": label_skew_fedrs}
+          "label_skew_fedrs": label_skew_fedrs, "label_skew_ntd_gate": label_skew_ntd_gate,
+          "label_skew_ntd": label_skew_ntd}
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:

@@ -33,6 +33,8 @@ pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s f
                        global-adaptive (FreeMatch over the round's clients)
 fedrs_alpha            FedRS's restricted softmax in SemiFL's client loss: the logits of the
                        classes a client does not hold scaled by alpha (1: off)
+ntd_beta, ntd_tau      FedNTD's not-true distillation in SemiFL's client loss: beta (0: off) and
+                       the temperature tau of its KL term on the fix samples
 rng_streams            where a round's randomness comes from: one stream for the round
                        ("round") or one per client ("client"), which a client drawing
                        in its own process (the Flower app) can reproduce
@@ -115,6 +117,8 @@ class Config:
                                          # global-adaptive
     fedrs_alpha: float = 1.0             # FedRS (Li and Zhan, KDD 2021): a client's loss scales the logits of the
                                          # classes it does not hold (< 5 % of its fix set) by alpha; 1 = off
+    ntd_beta: float = 0.0                # FedNTD (Lee et al., NeurIPS 2022): beta of the not-true distillation term
+    ntd_tau: float = 1.0                 # on a client's fix samples, and its temperature; beta 0 = off
     client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
     # server (labeled) training
     finetune: bool = True
@@ -266,6 +270,24 @@ class Config:
                                f"{SEMIFL} with global_pseudo_labels=true trains ({self.algorithm}"
                                f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} has none); "
                                "use 1")
+        for name, low, high, what in (("ntd_beta", 0, 100, "from 0 (off) to 100: the weight of the not-true "
+                                                         "distillation term (FedNTD's code: 1)"),
+                                      ("ntd_tau", 0, 100, "in (0, 100]: the temperature of its softmaxes (FedNTD's "
+                                                          "code: 1)")):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low <= v <= high if name == "ntd_beta"
+                                                                                else low < v <= high):
+                bad(name, f"must be a number {what}")
+        if self.ntd_beta > 0 and (self.algorithm != SEMIFL or not self.global_pseudo_labels):
+            bad("ntd_beta", f"distils the global model on SemiFL's pseudo-labeled fix samples, which only {SEMIFL} with "
+                            f"global_pseudo_labels=true trains ({self.algorithm}"
+                            f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} has none); use 0")
+        if self.ntd_beta > 0 and self.fedrs_alpha != 1:
+            bad("ntd_beta", "and fedrs_alpha < 1 are two remedies for one effect: run them apart (fedrs_alpha=1 or "
+                            "ntd_beta=0)")
+        if self.ntd_tau != 1 and self.ntd_beta == 0:
+            bad("ntd_tau", "sets the temperature of the not-true distillation, which is off (ntd_beta=0): leave it at 1 "
+                           "or set ntd_beta > 0")
         if isinstance(self.cbafed_warmup, bool) or not isinstance(self.cbafed_warmup, int) \
                 or not 0 <= self.cbafed_warmup < self.rounds:
             bad("cbafed_warmup", f"must be an integer from 0 to rounds - 1 ({self.rounds - 1}): the warm-up rounds "
@@ -421,7 +443,8 @@ LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": 
                 "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
                 "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper", "cbafed_warmup": 0,
-                "cbafed_variant": "paper", "cbafed_labeled": "balanced", "fedrs_alpha": 1.0}
+                "cbafed_variant": "paper", "cbafed_labeled": "balanced", "fedrs_alpha": 1.0, "ntd_beta": 0.0,
+                "ntd_tau": 1.0}
 
 
 def run_key(config: dict) -> str:

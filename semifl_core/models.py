@@ -215,11 +215,12 @@ def folded(model: nn.Module) -> nn.Module:
 
 
 @torch.no_grad()
-def predict(model, images: torch.Tensor, mean, std, batch_size: int = 1000) -> torch.Tensor:
-    """Softmax outputs of model in eval mode (sBN statistics) for uint8 images."""
+def predict(model, images: torch.Tensor, mean, std, batch_size: int = 1000, logits: bool = False) -> torch.Tensor:
+    """Softmax outputs (or the logits) of model in eval mode (sBN statistics) for uint8 images."""
     was = model.training
     model.eval()
-    out = torch.cat([torch.softmax(model(normalize(images[i:i + batch_size], mean, std)), 1)
+    head = (lambda z: z) if logits else (lambda z: torch.softmax(z, 1))  # noqa: E731
+    out = torch.cat([head(model(normalize(images[i:i + batch_size], mean, std)))
                      for i in range(0, len(images), batch_size)]) if len(images) else torch.zeros(0)
     model.train(was)
     return out

@@ -40,8 +40,10 @@ def test_init_and_norm_switch():
 
 
 def test_folded_static_bn_predicts_as_the_model_does():
-    """models.folded: every conv -> static BN pair becomes one conv with a bias, the outputs equal to float rounding;
-    the original model is untouched."""
+    """models.folded: every conv -> static BN pair becomes one conv with a bias, the outputs equal to float rounding
+    (tests/float_bound.py: ResNet9's 9 layers one after the other, its longest sum a convolution's 512 x 3 x 3
+    inputs); the original model is untouched."""
+    from float_bound import assert_near, rtol
     import torch
     from semifl_core.models import ResNet9, SmallCNN, StaticBatchNorm2d, folded
     torch.manual_seed(0)
@@ -55,5 +57,5 @@ def test_folded_static_bn_predicts_as_the_model_does():
         fast = folded(model)
         assert not any(isinstance(m, StaticBatchNorm2d) for m in fast.modules())
         with torch.no_grad():
-            assert torch.allclose(fast(x), model.eval()(x), rtol=1e-4, atol=1e-4)
+            assert_near(fast(x), model.eval()(x), rtol(9, 512 * 3 * 3), type(model).__name__)
         assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())

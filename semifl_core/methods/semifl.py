@@ -12,6 +12,8 @@ global_pseudo_labels=False pseudo-labels each batch with the model being trained
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -21,7 +23,7 @@ from ..engine import batch_ce, batch_mean, graph_safe
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
-from . import pseudo_labels
+from . import pseudo_labels, skew_losses
 
 
 # ---------------------------------------------------------------------- losses of one local step
@@ -31,26 +33,34 @@ def supervised_loss(f, b):
     return batch_ce(f(b["x"]), b["y"], b), b["x"].new_zeros(0)
 
 
-@graph_safe
-def client_loss(f, b):
-    """Eq. (5), (6) with lambda = 1: L_fix = CE(f(A(x_fix)), y_fix) on the strong view; with a mix batch also
-    L_mix = lam CE(f(x_mix), y_fix) + (1 - lam) CE(f(x_mix), y_mix), x_mix = lam alpha(x_fix) + (1 - lam) alpha(x_b^mix).
-    Each CE is a batch mean. With b["rs"] (fedrs_alpha < 1, fedrs_scale) every CE reads the restricted logits
-    alpha_c f_c(x) instead."""
+def _client_loss(f, b, ntd: tuple[float, float] | None = None):
     logits = (lambda x: f(x)) if "rs" not in b else (lambda x: f(x) * b["rs"])  # noqa: E731
-    loss = batch_ce(logits(b["x"]), b["y"], b)
+    out_fix = logits(b["x"])
+    loss = batch_ce(out_fix, b["y"], b)
+    if ntd is not None:   # the fix samples' not-true classes kept near the received global model's (skew_losses)
+        loss = loss + skew_losses.not_true_distillation(out_fix, b["t_logits"], b["y"], b, *ntd)
     if "x_mix" in b:
         out = logits(augment.mixup(b["x_weak"], b["x_mix"], b["lam"]))
         loss = loss + b["lam"] * batch_ce(out, b["y"], b) + (1 - b["lam"]) * batch_ce(out, b["y_mix"], b)
     return loss, b["x"].new_zeros(0)
 
 
-def fedrs_scale(pseudo_fix: np.ndarray, num_classes: int, alpha: float) -> np.ndarray:
-    """FedRS's restricted softmax (Li and Zhan, KDD 2021): alpha_c = 1 for the classes a client holds and
-    alpha for the others, which scale their logits in its local loss, so that its update pushes the weights of classes
-    it has no data of down less. An unlabeled client knows no labels: it holds the classes of at least
-    pseudo_labels.HELD_SHARE of its fix set (the share the label-skew diagnostics read from true labels)."""
-    return np.where(pseudo_labels.held_classes(pseudo_fix, num_classes), 1.0, alpha).astype(np.float32)
+@graph_safe
+def client_loss(f, b):
+    """Eq. (5), (6) with lambda = 1: L_fix = CE(f(A(x_fix)), y_fix) on the strong view; with a mix batch also
+    L_mix = lam CE(f(x_mix), y_fix) + (1 - lam) CE(f(x_mix), y_mix), x_mix = lam alpha(x_fix) + (1 - lam) alpha(x_b^mix).
+    Each CE is a batch mean. With b["rs"] (fedrs_alpha < 1, skew_losses.fedrs_scale) every CE reads the restricted
+    logits alpha_c f_c(x) instead."""
+    return _client_loss(f, b)
+
+
+@functools.lru_cache(maxsize=None)
+def ntd_client_loss(beta: float, tau: float):
+    """client_loss + FedNTD's not-true distillation on the fix samples (ntd_beta > 0: skew_losses.not_true_distillation,
+    the teacher's logits in b["t_logits"]). L_mix is left as it is: a mixed image has two labels, so it has no one
+    true class to leave out, and FedNTD distils on labeled samples only. One function per (beta, tau), so that a
+    captured step is reused from round to round."""
+    return graph_safe(lambda f, b: _client_loss(f, b, (beta, tau)))
 
 
 def fixmatch_loss(threshold: float):
@@ -141,7 +151,7 @@ def fix_mix_spec(exp, labeled: dict, rng: np.random.Generator):
     else:
         spec = {"x": x[fix], "y": y_hat[fix], "x_mix": x[mix], "y_mix": y_hat[mix]}
     if exp.cfg.fedrs_alpha != 1:   # the client's logit scales, one row per fix sample (its steps' batches read them)
-        scale = fedrs_scale(labeled["pseudo"][fix], exp.cfg.num_classes, exp.cfg.fedrs_alpha)
+        scale = skew_losses.fedrs_scale(labeled["pseudo"][fix], exp.cfg.num_classes, exp.cfg.fedrs_alpha)
         spec["rs"] = torch.as_tensor(scale, device=exp.device).expand(len(fix), -1)
     return spec, counts, fix, mix
 
@@ -187,7 +197,8 @@ def client_objective(cfg):
     global_pseudo_labels=False FixMatch's per-batch loss on the client's own data."""
     options = strong_options(cfg)
     if cfg.global_pseudo_labels:
-        return client_loss, dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None, **options)
+        loss = ntd_client_loss(cfg.ntd_beta, cfg.ntd_tau) if cfg.ntd_beta > 0 else client_loss
+        return loss, dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None, **options)
     return fixmatch_loss(cfg.threshold), dict(view="strong", weak_too=True, **options)
 
 
@@ -212,6 +223,8 @@ def client_task(exp, model, crnd: Round, c: int):
     _, views = client_objective(cfg)
     task, = make_tasks([spec], cfg.client_batch, cfg.local_epochs, crnd.rng, crnd.g, flip=data.flip,
                        strong_variant=cfg.strong_aug, **views)
+    if cfg.ntd_beta > 0:
+        skew_losses.teacher_logits(exp, model, [task])
     return task, counts
 
 
@@ -327,6 +340,9 @@ def client_tasks(exp, st, rnd: Round, active: list[int]) -> tuple[list, list]:
     with rnd.timed("augment"):
         tasks = make_tasks(specs, cfg.client_batch, cfg.local_epochs, rnd.rng, rnd.g, flip=data.flip,
                            strong_variant=cfg.strong_aug, **client_objective(cfg)[1])
+    if cfg.ntd_beta > 0:   # the teacher of FedNTD's term: the global model that made the pseudo-labels
+        with rnd.timed("teacher"):
+            skew_losses.teacher_logits(exp, st.model, tasks)
     return tasks, trained
 
 
