@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Diagnosis: where does a SemiFL round lose accuracy?
 #
-# Instrumented SemiFL runs of the profile (N_S=40, four labels per class, where SemiFL fell below Partially Supervised, and the profile's N_S): test accuracy of the global model at the start of a round, of each client model after local training, of their mean, after global momentum and after the server fine-tune; the fine-tune's loss at its first and last step; which classes the fix set holds. Then each suspect changed alone (one run per suspect and seed), and the spread that the labeled-set draw alone causes (split seeds 0-4, everything else fixed). Rule for a verdict: two results differ only when their means differ by more than their two seed spreads (population std) together; otherwise *within noise*. Accuracies are final-round test accuracies. One suspect was not fixed in advance: *no global momentum (beta_g=0)* was added after the first instrumented N_S=40 runs showed the aggregate losing most accuracy at the momentum step, so it tests a hypothesis the data suggested.
+# Instrumented SemiFL runs of the profile (N_S=40, four labels per class, where SemiFL fell below Partially Supervised, and the profile's N_S): test accuracy of the global model at the start of a round, of each client model after local training, of their mean, after global momentum and after the server fine-tune; the fine-tune's loss at its first and last step; which classes the fix set holds. Then each suspect changed alone (one run per suspect and seed), and the spread that the labeled-set draw alone causes (split seeds 0-4, everything else fixed). Rule for a verdict: a claim 'A ends above B' is *held* when A's mean exceeds B's by more than their two seed spreads (population std) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise. Accuracies are final-round test accuracies. One suspect was not fixed in advance: *no global momentum (beta_g=0)* was added after the first instrumented N_S=40 runs showed the aggregate losing most accuracy at the momentum step, so it tests a hypothesis the data suggested.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -81,6 +81,8 @@ report.class_table(df, data.class_names)
 
 # %% [markdown]
 # ## The suspects, each changed alone
+#
+# Final-round accuracy of each run against the profile's (same seeds); the column *above the profile* is the verdict on '<run> ends above the profile'.
 
 # %% tags=["nbval-check-output"]
 pd.concat([report.suspects_table(df, n) for n in ns_list], ignore_index=True)

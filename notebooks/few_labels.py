@@ -98,7 +98,7 @@ plt.show()
 # %% [markdown]
 # ## The authors' three details (N_S=40)
 #
-# Where the authors' code runs otherwise than ours, each alone (fields `mix_draws`, `shear_resample`, `cutout_size`), against the profile's SemiFL at N_S=40: the mix set drawn afresh at every read instead of once a round (Eq. 4 defines a set), bilinear shear instead of nearest, and CutoutConst's 40 px fixed instead of scaled with the image (35 px at 28x28).
+# Where the authors' code runs otherwise than ours, each alone (fields `mix_draws`, `shear_resample`, `cutout_size`), against the profile's SemiFL at N_S=40: the mix set drawn afresh at every read instead of once a round (Eq. 4 defines a set), bilinear shear instead of nearest, and CutoutConst's 40 px fixed instead of scaled with the image (35 px at 28x28). The column *above the profile* is the verdict on '<detail> ends above the profile's SemiFL'.
 
 # %%
 n40 = min(n for _, n in few_ns)

@@ -18,7 +18,7 @@
 #
 # First the rule that sized the `small` profile and the measurements it used (supervised baselines and the CPU budget only; fixed before SemiFL ran on the profile). Then SemiFL - Partially Supervised and the fraction of the Partially -> Fully Supervised gap that SemiFL closes, varying one factor at a time around the profile: N_S, client epochs E, rounds, model width. The paper's points (CIFAR-10, SVHN, CIFAR-100; WResNets, 800 rounds) are drawn beside, labeled as the paper's.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (README, 'The small profile'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -52,7 +52,7 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 # ## The sizing rule: training length, rounds and N_S
 
 # %%
-# The rule (README, 'The small profile'): (1) E_F = the shortest Fully Supervised training (10/20/40 epochs)
+# The rule (docs/sizing.md, 'The small profile: how it was sized'): (1) E_F = the shortest Fully Supervised training (10/20/40 epochs)
 # within 0.5 points of twice as long; (2) rounds R = the smallest multiple of 10 with R*C*N_U*E >= E_F*N;
 # (3) N_S = the largest of 40/100/250/1000 with Fully - Partially Supervised >= 15 points (3 seeds);
 # (4) check: one SemiFL run <= about 10 minutes on 2 cores.
@@ -88,7 +88,7 @@ report.cost_table(df)
 # %% [markdown]
 # ## SemiFL against Partially Supervised at each point
 #
-# Final-round test accuracy (%), mean (population std) n=seeds; SemiFL - Partially Supervised (points) and the gap closed (%), seed by seed.
+# Final-round test accuracy (%), mean (population std) n=seeds; SemiFL - Partially Supervised (points) and the gap closed (%), seed by seed; the column *SemiFL above Partially* is the verdict on 'SemiFL ends above Partially Supervised' at that point.
 
 # %% tags=["nbval-check-output"]
 table = report.scale_table(df)

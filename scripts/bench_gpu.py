@@ -1,4 +1,4 @@
-"""`make bench-gpu`: issue 42's GPU measurement in one process, printed as one markdown table (items 1, 6 and 8).
+"""`make bench-gpu`: the GPU measurement in one process, printed as one markdown table (the four parts below).
 
 On a fresh H100 or H200 machine with the working tree it runs in under 8 minutes (a global deadline, default 440 s,
 skips the parts it cannot fit and says so in the table) and measures, from the same state and the same round for

@@ -1,4 +1,4 @@
-"""Why CBAFed's Table 1 rows end where they do on Fashion-MNIST (issue 43): a probe of the first federated rounds.
+"""Why CBAFed's Table 1 rows end where they do on Fashion-MNIST: a probe of the first federated rounds.
 
 Trains one row of notebooks/cbafed_table1 (`small` variant: 20 warm-up rounds, then federated ones) for its warm-up
 and `--federated` federated rounds, and after every federated round evaluates, on the test set, each model the server

@@ -1,4 +1,4 @@
-"""CUDA graphs vs eager (issue 42): the weights and losses after one `train` call of each engine, with TF32 on and off.
+"""CUDA graphs vs eager: the weights and losses after one `train` call of each engine, with TF32 on and off.
 
 Device call, from the repository root: `python3 scripts/gpu_graph_vs_eager.py`. Prints a markdown table; the H100's
 is docs/gpu-runs/h100-2026-11-26/run2-graph-vs-eager.md. It is what explained tests/test_speed.py's graph test failing

@@ -1,5 +1,6 @@
-"""Where the vectorized client step's time goes on a GPU, and which way of computing it is fastest (issue 42's
-follow-up: its closing note left the client step at about 10 % of FP32 peak and guessed grouped convolutions).
+"""Where the vectorized client step's time goes on a GPU, and which way of computing it is fastest (a
+follow-up to the H100 measurement of make bench-gpu, which left the client step at about 10 % of FP32 peak and
+guessed grouped convolutions).
 BENCHMARKS.md "The client step on an H200" has what its four modes measured; docs/gpu-runs/h200-2026-11-27/ the
 outputs.
 

@@ -16,7 +16,7 @@ import sys
 import time
 from contextlib import contextmanager
 
-# K, the runs that run_all and sweeps train at once on one GPU, one process each (issue 42, item 6). On a CPU it is 1
+# K, the runs that run_all and sweeps train at once on one GPU, one process each. On a CPU it is 1
 # (there run_all trains one run per core, each with one thread). On CUDA, by the rule "the smallest K within 10 % of
 # the best K's runs per hour in both of the bench's grids": an H100, 2026-11-26 (BENCHMARKS.md), `small` runs 1.00,
 # 1.33, 1.41, 1.55x and `paper` rounds 1.00, 1.16, 1.18, 1.20x at K = 1, 2, 4, 8 gives 4 (one measurement each).

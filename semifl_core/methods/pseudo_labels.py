@@ -18,7 +18,7 @@ per image, its pseudo-label, its confidence and the threshold it must reach to e
   global-adaptive  FreeMatch's self-adaptive threshold (Wang et al., ICLR 2023) as FreeMatch computes it, over all the
                    unlabeled data: here the round's active clients together (each sends the sums of max p and of p over
                    its images, C + 1 numbers): t = mean max p, l_c = mean p_c, tau_c = t * l_c / max_c l_c, one set
-                   of thresholds for every client. Issue 41's fix for label skew, fixed before its runs
+                   of thresholds for every client. The label-skew study's fix, fixed before its runs
                    (docs/label_skew.md): client-adaptive takes l_c from one client's own
                    predictions, so a client holding two classes gives the eight it does not hold thresholds near 0.1
                    and trains on nearly every (necessarily wrong) pseudo-label of those classes; the federation's l_c
@@ -98,7 +98,7 @@ def confident_counts(selected: list[dict], num_classes: int) -> np.ndarray:
                np.zeros(num_classes, dtype=np.int64))
 
 
-# ---------------------------------------------------------------------- label skew (issue 41's diagnostics)
+# ---------------------------------------------------------------------- label skew (the label-skew study's diagnostics)
 HELD_SHARE = 0.05   # a client "holds" a class when at least 5 % of its images are of it (Non-IID K=2: its two classes)
 
 

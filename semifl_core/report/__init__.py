@@ -1,7 +1,7 @@
 """What the notebooks share, by job: runs (configs per profile, running them, reading them back), configs (the runs of
 each paper item), paper (the paper's numbers), tables, figures, rule (verdicts) and claims. Data flows
 runs -> configs -> tables / figures -> claims; readme (README.md's generated parts and docs/results.md, from results/
-and the executed notebooks) reads them all, and so does label_skew (issue 41's study, imported by its notebook as
+and the executed notebooks) reads them all, and so does label_skew (the label-skew study, imported by its notebook as
 `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (cbafed_claims, diagnosis_findings, feddure_claims, few_label_claims, horizon_claims, figure2_claims, figure6_claims,

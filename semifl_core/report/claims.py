@@ -12,14 +12,14 @@ from . import paper
 from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
-from .rule import above, at_least, every, verdict
+from .rule import above, at_least, every
 from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, feddure_values, mean_std, paper_table4, profile_table4,
                      same_value, seed_values, select, split_table, stage_change, stage_halves, stage_table, suspects_table)
 
 
 def claims(items: list) -> pd.DataFrame:
-    """items: (claim, verdict, evidence); a verdict is a RULE string, or a bool for exact claims (yes / no)."""
-    rows = [{"claim": c, "held": ("yes" if h else "no") if isinstance(h, (bool, np.bool_)) else h, "evidence": e}
+    """items: (claim, verdict, evidence); a verdict is a RULE string, or a bool for exact claims (held / not held)."""
+    rows = [{"claim": c, "held": ("held" if h else "not held") if isinstance(h, (bool, np.bool_)) else h, "evidence": e}
             for c, h, e in items]
     return pd.DataFrame(rows, columns=["claim", "held", "evidence"])
 
@@ -32,7 +32,7 @@ class Takeaway(str):
 
 
 # verdicts in the order a takeaway lists them; anything else (a finding's value) is listed under "found"
-VERDICT_ORDER = [("held", "Held"), ("yes", "Held"), ("not held", "Not held"), ("no", "Not held"),
+VERDICT_ORDER = [("held", "Held"), ("not held", "Not held"),
                  ("within noise", "Within noise (no verdict either way)"),
                  ("one seed: no verdict", "One seed only (no verdict)"), ("not all run", "Not all run yet"),
                  ("not run", "Not run yet")]
@@ -233,7 +233,7 @@ def table4_claims(pairs) -> pd.DataFrame:
 
 
 def scale_claims(table, cfg) -> pd.DataFrame:
-    """What the study shows, each verdict by RULE on the seeds (at_least for the issue's goal of half the gap)."""
+    """What the study shows, each verdict by RULE on the seeds (at_least for the study's goal of half the gap)."""
     t = table.set_index("point")
     prof = f"N_S={cfg.num_supervised}"
     col = lambda k, c: t.loc[k, c] if k in t.index else np.array([])
@@ -242,7 +242,7 @@ def scale_claims(table, cfg) -> pd.DataFrame:
     items = [(f"At the profile ({prof}, IID) SemiFL is above Partially Supervised",
               above(col(prof, "_semi"), col(prof, "_psl")),
               f"SemiFL {shown_(prof, semi)} vs Partially Supervised {shown_(prof, psl)}"),
-             ("At the profile SemiFL closes at least half of the gap (the issue's goal)",
+             ("At the profile SemiFL closes at least half of the gap (the study's goal)",
               at_least(col(prof, "_closed"), 50.0), f"gap closed {shown_(prof, 'gap closed (%)')} %")]
     ran = [m for m in SCALE_NS if len(col(f"N_S={m}", "_gain"))] or [SCALE_NS[-1], SCALE_NS[0]]
     for name, a, b in ((f"more rounds ({5 * cfg.rounds} vs {cfg.rounds})", f"rounds={5 * cfg.rounds}", prof),
@@ -256,8 +256,9 @@ def scale_claims(table, cfg) -> pd.DataFrame:
 
 
 def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
-    """The diagnosis in claims form: SemiFL vs Partially Supervised per N_S, the stage of a round that loses most,
-    and each suspect's verdict (by `differs`), with the labeled-set spread beside."""
+    """The diagnosis in claims form: per N_S, 'SemiFL ends above Partially Supervised', the stage of a round that
+    loses most, and '<suspect> ends above the profile' for each suspect (verdicts by RULE), with the labeled-set
+    spread beside."""
     items = []
     stages = stage_table(df)
     late_rounds = {n: g for (n, h), g in stage_halves(df) if h == "rounds T/2-T"}
@@ -268,8 +269,8 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
         part = d[d.label == label_of(PARTIALLY_SUPERVISED)].final_acc
         sp = spread[(spread.N_S == n) & (spread.method == label_of(SEMIFL))]
         n_splits = ((splits.num_supervised == n) & splits.label.str.startswith(f"{label_of(SEMIFL)} | ")).sum()
-        items.append((f"N_S={n}: SemiFL ({mean_std(semi)}) vs Partially Supervised ({mean_std(part)})",
-                      verdict(semi, part), f"labeled-set draw alone moves SemiFL by {sp['range'].iloc[0]} points "
+        items.append((f"N_S={n}: SemiFL ({mean_std(semi)}) ends above Partially Supervised ({mean_std(part)})",
+                      above(semi, part), f"labeled-set draw alone moves SemiFL by {sp['range'].iloc[0]} points "
                       f"({n_splits} of split seeds 0-4 run)" if n_splits > 1
                       else "labeled-set spread: fewer than 2 splits run"))
         late = stages[(stages.N_S == n) & (stages.rounds == "rounds T/2-T")]
@@ -284,7 +285,8 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
         for name in SUSPECTS:
             if name in table.index:
                 row = table.loc[name]
-                items.append((f"N_S={n}: {name}", row.iloc[-1], f"{row['final accuracy']} vs profile "
+                items.append((f"N_S={n}: {name} ends above the profile", row["above the profile"],
+                              f"{row['final accuracy']} vs profile "
                               f"{table.loc[INSTRUMENTED, 'final accuracy']} (difference {row['difference to profile']})"))
     return pd.DataFrame(items, columns=["finding", "verdict", "evidence"])
 

@@ -1,4 +1,4 @@
-"""The label-skew study (issue 41; notebooks/label_skew): why the client-adaptive rule that beats Partially
+"""The label-skew study (notebooks/label_skew, docs/label_skew.md): why the client-adaptive rule that beats Partially
 Supervised under IID stops doing so under Non-IID K=2, measured on instrumented runs, and the fix it names
 (docs/label_skew.md). Runs in (report.run_all's frames), tables, curves and claims out (the written takeaway is
 report.takeaway of the claims).

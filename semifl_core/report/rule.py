@@ -1,5 +1,5 @@
-"""RULE: how a claim is judged from per-seed values (the gap against both seed spreads): `above`, `at_least`,
-`every` and `verdict` return its verdict strings."""
+"""RULE: how a claim is judged from per-seed values (the gap against both seed spreads): `above`, `at_least` and
+`every` return its verdicts, "held", "not held" or "within noise" (or why there is none: "not run", one seed)."""
 from __future__ import annotations
 
 import numpy as np
@@ -52,8 +52,3 @@ def every(verdicts) -> str:
     if any(v == "not run" for v in verdicts):
         return "not all run"
     return "one seed: no verdict" if any(v.startswith("one seed") for v in verdicts) else "within noise"
-
-
-def verdict(a, b) -> str:
-    """An ablation's result against the profile's (per-seed values) under RULE: higher, lower or within noise."""
-    return {"held": "higher", "not held": "lower"}.get(above(a, b), above(a, b))

@@ -16,7 +16,7 @@ from . import paper
 from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, PARTITIONS
-from .rule import above, verdict
+from .rule import above
 from .runs import curves, train_minutes
 
 # Table 1's row for fedavg-supervised: the paper calls it HeteroFL (supervised FL with fully labeled clients).
@@ -339,15 +339,15 @@ def scale_points(df) -> pd.DataFrame:
 
 def scale_table(df) -> pd.DataFrame:
     """Per point: SemiFL, Partially and Fully Supervised (final round, mean(std) over seeds, n), the gain
-    SemiFL - Partially Supervised and the gap closed (%, computed seed by seed), with the verdict of
-    SemiFL against Partially Supervised by RULE. n counts the SemiFL runs in the store."""
+    SemiFL - Partially Supervised and the gap closed (%, computed seed by seed), with RULE's verdict on 'SemiFL
+    above Partially Supervised'. n counts the SemiFL runs in the store."""
     semi, psl, fsl = (label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))
     rows = []
     for point, g in scale_points(df).groupby("point", sort=False):
         v = {k: g[k].dropna().to_numpy() for k in (semi, psl, fsl, "gain", "closed")}   # NaN: a run not in the store
         rows.append({"point": point, "n": len(v[semi]), fsl: mean_std(v[fsl]), psl: mean_std(v[psl]),
                      semi: mean_std(v[semi]), "SemiFL - Partially": mean_std(v["gain"]),
-                     "gap closed (%)": mean_std(v["closed"]), "gain": verdict(v[semi], v[psl]),
+                     "gap closed (%)": mean_std(v["closed"]), "SemiFL above Partially": above(v[semi], v[psl]),
                      "_gain": v["gain"], "_closed": v["closed"], "_semi": v[semi], "_psl": v[psl]})
     return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi", "_psl"])
 
@@ -362,8 +362,8 @@ def cost_table(df) -> pd.DataFrame:
 
 
 def suspects_table(df, n) -> pd.DataFrame:
-    """Each suspect's final accuracy against the instrumented profile run (same seeds), with the verdict by
-    `differs`; Partially Supervised beside."""
+    """Each suspect's final accuracy against the instrumented profile run (same seeds), with RULE's verdict on
+    '<suspect> ends above the profile'; Partially Supervised beside."""
     d = df[df.num_supervised == n]
     base = d[d.label == INSTRUMENTED].sort_values("seed").final_acc.to_numpy()
     rows = []
@@ -371,7 +371,7 @@ def suspects_table(df, n) -> pd.DataFrame:
         v = d[d.label == label].sort_values("seed").final_acc.to_numpy()
         rows.append({"N_S": n, "run": label, "n": len(v), "final accuracy": mean_std(v),
                      "difference to profile": f"{v.mean() - base.mean():+.1f}" if len(v) and len(base) else "n/a",
-                     "verdict (rule: |diff| > both spreads)": "-" if label == INSTRUMENTED else verdict(v, base)})
+                     "above the profile": "-" if label == INSTRUMENTED else above(v, base)})
     return pd.DataFrame(rows)
 
 
@@ -521,16 +521,16 @@ def few_label_table(df) -> pd.DataFrame:
 def authors_details_table(df, base) -> pd.DataFrame:
     """Each of the authors' details (df: run_all over authors_details_configs, label 'detail | SemiFL') against the
     profile's SemiFL at the same N_S (base: its run_all rows): final and best accuracy, the difference and RULE's
-    verdict."""
+    verdict on '<detail> ends above the profile'."""
     rows, ours = [], base.sort_values("seed").final_acc.to_numpy(float)
     for label, g in df.groupby("label", sort=False):
         v = g.sort_values("seed").final_acc.to_numpy(float)
         rows.append({"the authors' detail": label.split(" | ")[0], "SemiFL, final": mean_std(v),
                      "SemiFL, best": mean_std(g.best_acc), "ours (profile), final": mean_std(ours),
                      "difference of means": f"{v.mean() - ours.mean():+.1f}" if len(v) and len(ours) else "not run",
-                     "verdict": verdict(v, ours)})
+                     "above the profile": above(v, ours)})
     return pd.DataFrame(rows, columns=["the authors' detail", "SemiFL, final", "SemiFL, best", "ours (profile), final",
-                                       "difference of means", "verdict"]).set_index("the authors' detail")
+                                       "difference of means", "above the profile"]).set_index("the authors' detail")
 
 
 def last_tenth(path, rounds: int) -> float:
@@ -741,9 +741,10 @@ def cbafed_probe_table(probes: pd.DataFrame, row: str) -> pd.DataFrame:
 
 
 def long_winners_table(winners: pd.DataFrame, configs: dict, long_df: pd.DataFrame) -> pd.DataFrame:
-    """Issue 41's rows of Table 1 at `long`: each few-label winner (configs: configs.long_winner_configs, winners:
-    run_all over them) per partition, its final accuracy beside SemiFL (fixed rule) at the same partition and
-    Partially Supervised (long_df: run_pairs over table1_configs at the same profile), with the rule's verdicts."""
+    """The label-skew study's rows of Table 1 at `long`: each few-label winner (configs:
+    configs.long_winner_configs, winners: run_all over them) per partition, its final accuracy beside SemiFL (fixed
+    rule) at the same partition and Partially Supervised (long_df: run_pairs over table1_configs at the same
+    profile), with the rule's verdicts."""
     psl = seed_values(long_df, label=label_of(PARTIALLY_SUPERVISED))
     rows = []
     for key in configs:
