@@ -51,9 +51,9 @@ class Speed:
                  device (no host synchronisation inside step loops)
     flat_sgd     one set of optimizer kernels per step for all parameter tensors (torch._foreach_* in the sequential
                  engine, flat buffers in the vectorized one), not one set per tensor
-    cuda_graphs  the fixed-shape steps captured once per `train` call as a CUDA graph and replayed: the vectorized
-                 engine's step where every client still training has a full batch, the sequential engine's (and the
-                 server's) full-batch step; partial batches stay eager. Only for losses marked `graph_safe`. Needs
+    cuda_graphs  the fixed-shape steps captured once per run as a CUDA graph and replayed in every round: the
+                 vectorized engine's step where every client still training has a full batch (one graph per client
+                 count), the sequential engine's (and the server's) full-batch step; partial batches stay eager. Only for losses marked `graph_safe`. Needs
                  flat_sgd and sync_free. Equal to eager up to float rounding (CUDA only)
     sbn_one_pass sBN statistics of many groups of 250 images per forward (each group normalised by its own
                  statistics) instead of one forward per group; equal up to float rounding, so on by default on CUDA only
@@ -159,7 +159,10 @@ def sgd_(params: list, grads: list, bufs: list, lr: float, cfg) -> None:
         torch._foreach_mul_(bufs, cfg.momentum)
         torch._foreach_add_(bufs, grads)
         grads = torch._foreach_add(grads, bufs, alpha=cfg.momentum) if cfg.nesterov else bufs
-    torch._foreach_add_(params, grads, alpha=-lr)
+    if torch.is_tensor(lr):   # a captured graph's learning rate, read from device memory
+        torch._foreach_sub_(params, torch._foreach_mul(grads, lr))
+    else:
+        torch._foreach_add_(params, grads, alpha=-lr)
 
 
 def sgd_update(p, buf, d, lr: float, cfg):
@@ -190,16 +193,33 @@ class FlatModels:
     functional_call take as they are, and each elementwise operation of an SGD step is one kernel over all tensors of
     all models. Updated in place (a captured CUDA graph keeps pointing at the same memory)."""
 
-    def __init__(self, start: dict, states: list, cfg, lr: float):
-        self.cfg, self.lr, self.n, self.shapes = cfg, lr, len(states), {k: v.shape for k, v in start.items()}
+    def __init__(self, start: dict, states: list, cfg, lr: float, lr_on_device: bool = False):
+        self.cfg, self.n, self.shapes = cfg, len(states), {k: v.shape for k, v in start.items()}
         self.bounds = np.cumsum([0] + [self.n * v.numel() for v in start.values()])
-        self.p = self.pack({k: v.detach().expand(self.n, *v.shape) for k, v in start.items()})
-        self.m = self.pack({k: torch.stack([s[k] if s is not None else torch.zeros_like(v) for s in states])
-                            for k, v in start.items()})
+        self.p, self.m = self._weights(start), self._momentum(start, states)
         self.params = self.views(self.p)
         dev = self.p.device
+        # a captured graph reads the learning rate from device memory (a Python float would be baked into it)
+        self.lr = torch.full((), float(lr), device=dev) if lr_on_device else lr
         # the model each element belongs to: per-model values (clip factors, masks) reach every element in one gather
         self.owner = torch.cat([torch.arange(self.n, device=dev).repeat_interleave(v.numel()) for v in start.values()])
+
+    def _weights(self, start: dict) -> torch.Tensor:
+        return self.pack({k: v.detach().expand(self.n, *v.shape) for k, v in start.items()})
+
+    def _momentum(self, start: dict, states: list) -> torch.Tensor:
+        return self.pack({k: torch.stack([s[k] if s is not None else torch.zeros_like(v) for s in states])
+                          for k, v in start.items()})
+
+    def reset(self, start: dict, states: list, lr: float) -> None:
+        """New start weights, momentum and learning rate, in the same memory (a kept, captured step reads it)."""
+        with torch.no_grad():
+            self.p.copy_(self._weights(start))
+            self.m.copy_(self._momentum(start, states))
+        if torch.is_tensor(self.lr):
+            self.lr.fill_(float(lr))
+        else:
+            self.lr = lr
 
     def views(self, flat: torch.Tensor) -> dict:
         return {k: flat[a:b].view(self.n, *shape)
@@ -291,6 +311,19 @@ class SequentialEngine:
 
     def __init__(self, cfg, mean, std, speed: Speed | None = None):
         self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
+        self._kept = {}
+
+    def _trainer(self, model, loss_fn, lr: float, speed):
+        """The step's trainer; one whose full-batch step is a CUDA graph is kept for the next calls (capture once per
+        run: the model's weights and momentum are reloaded in place, the learning rate is a device tensor)."""
+        if not (speed.flat_sgd and speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
+            return (_ForeachTrainer if speed.flat_sgd else _TorchOptimTrainer)(self.cfg, model, loss_fn, lr, speed)
+        key = (id(model), loss_fn)
+        if key not in self._kept:
+            self._kept[key] = _ForeachTrainer(self.cfg, model, loss_fn, lr, speed, lr_on_device=True)
+        trainer = self._kept[key]
+        trainer.lr.fill_(float(lr))
+        return trainer
 
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None],
               losses: list | None = None):
@@ -302,7 +335,7 @@ class SequentialEngine:
         names = [n for n, _ in model.named_parameters()]
         results, new_states, stats, step_losses = [], [], [], []
         model.train()
-        trainer = (_ForeachTrainer if speed.flat_sgd else _TorchOptimTrainer)(self.cfg, model, loss_fn, lr, speed)
+        trainer = self._trainer(model, loss_fn, lr, speed)
         for task, state in zip(tasks, states):
             model.load_state_dict(start)
             trainer.begin(state)
@@ -363,10 +396,12 @@ class _TorchOptimTrainer:
 class _ForeachTrainer:
     """The sequential engine's steps as one function (Speed.flat_sgd): gradients by torch.autograd.grad, then
     clip_grads_ and sgd_ on the model's parameters and momentum buffers in place; with Speed.cuda_graphs (and a
-    graph_safe loss) the full-batch step is captured once and replayed for every task of the `train` call."""
+    graph_safe loss) the full-batch step is captured once and replayed for every task of every `train` call of the
+    run (SequentialEngine._trainer keeps it; lr_on_device: the learning rate a device tensor the graph reads)."""
 
-    def __init__(self, cfg, model, loss_fn, lr, speed):
-        self.cfg, self.loss_fn, self.lr = cfg, loss_fn, lr
+    def __init__(self, cfg, model, loss_fn, lr, speed, lr_on_device: bool = False):
+        self.cfg, self.loss_fn = cfg, loss_fn
+        self.lr = torch.full((), float(lr), device=next(model.parameters()).device) if lr_on_device else lr
         self.f = _bf16(model) if speed.bf16 else model
         self.names, self.params = zip(*model.named_parameters())
         self.bufs = [torch.zeros_like(p) for p in self.params]
@@ -403,6 +438,9 @@ class VectorizedEngine:
 
     def __init__(self, cfg, mean, std, speed: Speed | None = None):
         self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
+        self._kept = {}
+
+    KEPT = 4   # kept step sets (one per model, loss and client count; a run uses one or two)
 
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None]):
         cfg, n = self.cfg, len(tasks)
@@ -411,16 +449,55 @@ class VectorizedEngine:
         model.train()
         dev = next(model.parameters()).device
         speed = (self.speed or Speed.default(dev)).check(dev)
-        mean, std = _normalisation(self.mean, self.std, dev, speed)
-        buffers = {k: v for k, v in model.named_buffers()}
         start = {k: v.detach() for k, v in model.named_parameters()}
-        if speed.flat_sgd:
-            flat = FlatModels(start, states, cfg, lr)
-            params = flat.params
-        else:
-            params = {k: v.unsqueeze(0).repeat(n, *[1] * v.dim()) for k, v in start.items()}
-            momentum = {k: torch.stack([s[k] if s is not None else torch.zeros_like(v) for s in states])
-                        for k, v in start.items()}
+        graphable = getattr(loss_fn, "graph_safe", False)
+        masked = speed.masked_steps and graphable and not any(
+            isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+        fixed = graphable and (speed.cuda_graphs or speed.compile or masked)
+        key = (id(model), loss_fn, n, tuple(sorted(tasks[0].views)))
+        steps = self._kept.pop(key, None) if fixed else None
+        if steps is None:
+            steps = _ClientSteps(cfg, model, loss_fn, n, dev, speed, masked, fixed, self.mean, self.std, start, states,
+                                 lr)
+        else:   # captured in an earlier call: the same memory, new weights, momentum and learning rate
+            steps.reset(start, states, lr)
+        if fixed:   # capture once per run: kept for the next call (the most recently used last)
+            self._kept[key] = steps
+            while len(self._kept) > self.KEPT:
+                self._kept.pop(next(iter(self._kept)))
+        params, stats = steps.run(tasks)
+        if fixed:   # the kept buffers are the next call's: hand out copies
+            params = {k: v.clone() for k, v in params.items()}
+        momentum = steps.flat.views(steps.flat.m) if speed.flat_sgd else steps.momentum
+        return params, [{k: v[i].clone() for k, v in momentum.items()} for i in range(n)], stats.to("cpu", copy=True)
+
+    @staticmethod
+    def _sgd(cfg, params, momentum, grads, idx, lr):
+        """sgd_update after clip_grad_norm_, tensor by tensor, for the clients in idx (None = all), when
+        Speed.flat_sgd is off."""
+        take = (lambda t: t) if idx is None else (lambda t: t[idx])
+        if cfg.clip_norm > 0:
+            coef = clip_coefficients(list(grads.values()), cfg.clip_norm, one_reduction=False)
+            grads = {k: g * coef.view(-1, *[1] * (g.dim() - 1)) for k, g in grads.items()}
+        for k, g in grads.items():
+            p, buf = sgd_update(take(params[k]), take(momentum[k]), g, lr, cfg)
+            if idx is None:
+                params[k], momentum[k] = p, buf
+            else:
+                params[k][idx], momentum[k][idx] = p, buf
+
+
+class _ClientSteps:
+    """The vectorized engine's steps for n clients of one model and loss, and what they read and write: the clients'
+    parameters and momentum (FlatModels with Speed.flat_sgd), the normalisation constants, per-client stats, and the
+    fixed-shape step (`full_step`: CUDA graphs, compile, masked steps). Built for one train call or, with fixed-shape
+    steps, kept by the engine for the next calls: a captured graph reads and writes the same memory in every round
+    (weights and momentum reloaded in place, the learning rate a device tensor), so it is captured once per run."""
+
+    def __init__(self, cfg, model, loss_fn, n, dev, speed, masked, fixed, mean, std, start, states, lr):
+        self.cfg, self.n, self.dev, self.speed, self.masked = cfg, n, dev, speed, masked
+        self.mean, self.std = _normalisation(mean, std, dev, speed)
+        buffers = dict(model.named_buffers())
 
         def forward(p, x):
             if speed.bf16:   # vmap(grad) fails under autocast: cast the weights (differentiably) and the input instead
@@ -433,18 +510,50 @@ class VectorizedEngine:
                 loss, aux = loss_fn(lambda x: forward(p, x), inputs)
             return loss, torch.cat([loss.detach()[None], aux])
 
-        grad_all = vmap(grad(step_loss, has_aux=True))
-        grad_one = grad(step_loss, has_aux=True)
+        self.grad_all = vmap(grad(step_loss, has_aux=True))
+        self.grad_one = grad(step_loss, has_aux=True)
+        self.one_reduction = dev.type != "cpu"   # clip norms: the CPU keeps the reference's order of sums (bit-identical)
+        self.stats = None
+        if speed.flat_sgd:
+            self.flat = FlatModels(start, states, cfg, lr, lr_on_device=fixed and speed.cuda_graphs)
+            self.params = self.flat.params
+        else:
+            self.lr = lr
+            self.params = {k: v.unsqueeze(0).repeat(n, *[1] * v.dim()) for k, v in start.items()}
+            self.momentum = {k: torch.stack([s[k] if s is not None else torch.zeros_like(v) for s in states])
+                             for k, v in start.items()}
+        # The fixed-shape steps: one for the steps where every client still training has a full batch, one (masked
+        # steps) for those where some have a partial one, padded (two graphs: the full steps keep plain batch norm).
+        # None: those steps run eagerly on un-padded batches (the reference path).
+        self.fixed_full = self.fixed_padded = None
+        if fixed:
+            step = torch.compile(self.full_step) if speed.compile else self.full_step
+            self.fixed_full = CapturedStep(step) if speed.cuda_graphs else step
+            if masked:
+                self.fixed_padded = CapturedStep(step) if speed.cuda_graphs else step
+
+    def reset(self, start: dict, states: list, lr: float) -> None:
+        """A new train call on kept steps: the start weights, the clients' momentum, the learning rate, zero stats."""
+        self.flat.reset(start, states, lr)
+        if self.stats is not None:
+            self.stats.zero_()
+
+    def full_step(self, batch, active):
+        """Every client's step on its full batch (a padded one with masked_steps), those not in `active` masked: one
+        shape for every step (cuda_graphs, compile)."""
+        g, a = self.grad_all(self.params, model_inputs(batch, self.mean, self.std))
+        self.flat.step(g, active=active, one_reduction=self.one_reduction)
+        self.stats.add_(torch.where(active[:, None], a, 0))
+
+    def run(self, tasks: list[Task]) -> tuple[dict, torch.Tensor]:
+        """Every task's steps; returns the parameters (stacked) and per-client stats (on the device)."""
+        n, dev, speed = self.n, self.dev, self.speed
         stacked = _stack_tasks(tasks)
         sizes = np.zeros((n, max(t.steps for t in tasks)), dtype=np.int64)
         for i, t in enumerate(tasks):
             sizes[i, :t.steps] = t.size
         full_size = tasks[0].views["x"].shape[1]
-        one_reduction = dev.type != "cpu"   # clip norms: the CPU keeps the reference's order of sums (bit-identical)
-        graphable = getattr(loss_fn, "graph_safe", False)
-        masked = speed.masked_steps and graphable and not any(
-            isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
-        if masked:   # each step's real samples; a client out of steps keeps a full mask (it is not updated anyway)
+        if self.masked:   # each step's real samples; a client out of steps keeps a full mask (it is not updated anyway)
             real = torch.as_tensor(np.where(sizes == 0, full_size, sizes), device=dev)
             valid = torch.arange(full_size, device=dev) < real[..., None]                 # (n, S, B)
         # Which clients take a full / a partial batch at each step: index tensors built before the loop, so the
@@ -454,77 +563,40 @@ class VectorizedEngine:
         actives = [np.concatenate([f, p]) for f, p in zip(fulls, partials)]
         idxs = _on_device(actives, dev, speed.sync_free)
         masks = _on_device(list(sizes.T > 0), dev, speed.sync_free)
-        plan = []
-        for full, partial, active, idx, mask in zip(fulls, partials, actives, idxs, masks):
-            whole = len(active) == n and (active == np.arange(n)).all()
-            plan.append((full, None if len(full) in (0, n) else idx[:len(full)], partial, idx, whole,
-                         None if whole else mask))
-        stats = None
-
-        def full_step(batch, active):
-            """Every client's step on its full batch (a padded one with masked_steps), those not in `active` masked:
-            one shape for every step (cuda_graphs, compile)."""
-            g, a = grad_all(params, model_inputs(batch, mean, std))
-            flat.step(g, active=active, one_reduction=one_reduction)
-            stats.add_(torch.where(active[:, None], a, 0))
-
-        # The fixed-shape steps: one for the steps where every client still training has a full batch, one (masked
-        # steps) for those where some have a partial one, padded (two graphs: the full steps keep plain batch norm).
-        # None: those steps run eagerly on un-padded batches (the reference path).
-        fixed_full = fixed_padded = None
-        if graphable and (speed.cuda_graphs or speed.compile or masked):
-            step = torch.compile(full_step) if speed.compile else full_step
-            fixed_full = CapturedStep(step) if speed.cuda_graphs else step
-            if masked:
-                fixed_padded = CapturedStep(step) if speed.cuda_graphs else step
         every = torch.ones(n, dtype=torch.bool, device=dev)
-        for s, (full, full_idx, partial, idx, whole, active) in enumerate(plan):
-            fixed = fixed_full if len(partial) == 0 else fixed_padded
-            if fixed is not None and stats is not None:
+        for s, (full, partial, active, idx, mask) in enumerate(zip(fulls, partials, actives, idxs, masks)):
+            whole = len(active) == n and (active == np.arange(n)).all()
+            fixed = self.fixed_full if len(partial) == 0 else self.fixed_padded
+            if fixed is not None and self.stats is not None:
                 batch = {k: v[:, s] for k, v in stacked.items()}
                 if len(partial):
                     batch["valid"] = valid[:, s]
-                fixed(batch=batch, active=every if whole else active)
+                fixed(batch=batch, active=every if whole else mask)
                 continue
             grads, aux = {}, []
             if len(full):
-                p_full = params if full_idx is None else {k: v[full_idx] for k, v in params.items()}
+                full_idx = None if len(full) in (0, n) else idx[:len(full)]
+                p_full = self.params if full_idx is None else {k: v[full_idx] for k, v in self.params.items()}
                 batch = {k: (v[:, s] if full_idx is None else v[full_idx, s]) for k, v in stacked.items()}
-                g, a = grad_all(p_full, model_inputs(batch, mean, std))
+                g, a = self.grad_all(p_full, model_inputs(batch, self.mean, self.std))
                 grads, aux = {k: [v] for k, v in g.items()}, [a]
             for c in partial:
-                inputs = model_inputs(tasks[c].batch(s, int(sizes[c, s])), mean, std)
-                g, a = grad_one({k: v[c] for k, v in params.items()}, inputs)
+                inputs = model_inputs(tasks[c].batch(s, int(sizes[c, s])), self.mean, self.std)
+                g, a = self.grad_one({k: v[c] for k, v in self.params.items()}, inputs)
                 for k, v in g.items():
                     grads.setdefault(k, []).append(v[None])
                 aux.append(a[None])
             grads = {k: torch.cat(v) for k, v in grads.items()}
             if speed.flat_sgd:
-                flat.step(grads, None if whole else idx, active, one_reduction=one_reduction)
+                self.flat.step(grads, None if whole else idx, None if whole else mask,
+                               one_reduction=self.one_reduction)
             else:
-                self._sgd(params, momentum, grads, None if whole else idx, lr)
+                VectorizedEngine._sgd(self.cfg, self.params, self.momentum, grads, None if whole else idx, self.lr)
             aux = torch.cat(aux)
-            if stats is None:
-                stats = torch.zeros(n, aux.shape[1], device=dev)
-            stats.index_add_(0, idx, aux)
-        if speed.flat_sgd:
-            momentum = flat.views(flat.m)
-        return params, [{k: v[i].clone() for k, v in momentum.items()} for i in range(n)], stats.cpu()
-
-    def _sgd(self, params, momentum, grads, idx, lr):
-        """sgd_update after clip_grad_norm_, tensor by tensor, for the clients in idx (None = all), when
-        Speed.flat_sgd is off."""
-        cfg = self.cfg
-        take = (lambda t: t) if idx is None else (lambda t: t[idx])
-        if cfg.clip_norm > 0:
-            coef = clip_coefficients(list(grads.values()), cfg.clip_norm, one_reduction=False)
-            grads = {k: g * coef.view(-1, *[1] * (g.dim() - 1)) for k, g in grads.items()}
-        for k, g in grads.items():
-            p, buf = sgd_update(take(params[k]), take(momentum[k]), g, lr, cfg)
-            if idx is None:
-                params[k], momentum[k] = p, buf
-            else:
-                params[k][idx], momentum[k][idx] = p, buf
+            if self.stats is None:
+                self.stats = torch.zeros(n, aux.shape[1], device=dev)
+            self.stats.index_add_(0, idx, aux)
+        return self.params, self.stats
 
 
 def _on_device(arrays: list[np.ndarray], dev, one_copy: bool) -> list[torch.Tensor]:

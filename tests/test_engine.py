@@ -94,7 +94,7 @@ def test_sgd_step_matches_hand_computation():
     p = {"w": torch.tensor([[1.0, 2.0]])}
     buf = {"w": torch.tensor([[0.5, 0.5]])}
     g = {"w": torch.tensor([[3.0, 4.0]])}          # norm 5 -> clipped to norm 1: [0.6, 0.8]
-    eng._sgd(p, buf, g, None, lr=0.1)
+    eng._sgd(cfg, p, buf, g, None, lr=0.1)
     gc = torch.tensor([0.6, 0.8]) * (1.0 / (5.0 + 1e-6)) * 5.0
     d = gc + 0.1 * torch.tensor([1.0, 2.0])
     new_buf = 0.9 * torch.tensor([0.5, 0.5]) + d

@@ -292,6 +292,55 @@ def test_the_steps_cuda_graphs_capture_train_as_the_eager_ones_on_a_cpu(engine, 
     _assert_trained_alike(graph, eager, sizes)
 
 
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def test_captured_steps_are_kept_for_the_run_and_train_as_eager_rounds(engine, monkeypatch):
+    """Capture once per run: three train calls of one engine (new start weights, momentum and learning rate each, as
+    rounds bring) build one step to capture (the graph stood in by an eager call, as above), keep the memory it reads
+    and writes (weights, momentum, learning rate), and train as three eager calls do, to float rounding."""
+    from semifl_core import engine as engine_mod
+    built = []
+
+    class Eager:
+        def __init__(self, fn):
+            built.append(fn)
+            self.fn = fn
+
+        def __call__(self, **inputs):
+            return self.fn(**inputs)
+    monkeypatch.setattr(engine_mod, "CapturedStep", Eager)
+    monkeypatch.setattr(Speed, "check", lambda self, device: self)
+    sizes = (40, 30, 25, 60)
+    cfg = profile("smoke", local_epochs=2.0)
+    tasks, loss_fn = _tasks("sup", sizes, cfg)
+    out, kept = {}, []
+    for name, speed in (("eager", Speed.default("cpu")),
+                        ("graph", dataclasses.replace(Speed.default("cpu"), cuda_graphs=True))):
+        torch.manual_seed(0)
+        model = make_model(cfg, 3)
+        eng = engine(cfg, DATA.mean, DATA.std, speed)
+        states, rows = _states(model, len(sizes)), []
+        for lr in (0.05, 0.03, 0.01):     # each call starts from the last call's first model, as a round's average
+            rows.append(eng.train(model, tasks, loss_fn, lr, states))
+            states = rows[-1][1]
+            with torch.no_grad():
+                for k, p in model.named_parameters():
+                    p.copy_(rows[-1][0][k][0])
+            if name == "graph":
+                steps = next(iter(eng._kept.values()))
+                memory = [steps.flat.p, steps.flat.m, steps.flat.lr] if engine is VectorizedEngine else \
+                    [*steps.params, *steps.bufs, steps.lr]
+                kept.append([t.data_ptr() for t in memory])
+                assert float(memory[-1]) == pytest.approx(lr, rel=1e-7)   # float32
+        out[name] = rows
+    assert len(built) == 1 and len(kept) == 3 and kept[0] == kept[1] == kept[2]
+    for call, (graph, eager) in enumerate(zip(out["graph"], out["eager"])):
+        tol = rtol((call + 1) * 2 * -(-max(sizes) // 10), longest_sum(10, DATA.shape))   # every step of the calls
+        for i in range(len(sizes)):
+            assert_near({k: v[i] for k, v in graph[0].items()}, {k: v[i] for k, v in eager[0].items()}, tol,
+                        f"call {call}, model {i}")
+        assert_near(graph[2], eager[2], tol, f"call {call}, loss sums")
+
+
 # ---------------------------------------------------------------------- masked (padded) steps and compile
 def test_masked_batch_norm_is_batch_norm_over_the_real_samples_whatever_the_padding():
     from semifl_core.models import masked_batch_norm
@@ -435,6 +484,36 @@ def test_cuda_graphs_equal_eager_to_float_rounding(engine, kind, full_fp32, monk
     _assert_trained_alike(graph, eager, sizes)
     if eager[3] is not None:   # the sequential engine's per-step losses
         assert_near(torch.tensor(graph[3]), torch.tensor(eager[3]), rtol(12, longest_sum(10, DATA.shape)), "losses")
+
+
+@needs_cuda
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def test_graphs_captured_once_replay_three_rounds_as_eager_on_cuda(engine, full_fp32, monkeypatch):
+    """Capture once per run on a GPU: three train calls of one engine (new weights, momentum and learning rate each)
+    with real CUDA graphs, captured in the first and replayed in the next two, train as eager calls do."""
+    loss_fn, views = LOSSES["sup"]
+    monkeypatch.setitem(LOSSES, "sup", (loss_fn, {**views, "view": "weak"}))
+    sizes = (53, 60, 27, 48)
+    cfg = profile("smoke", local_epochs=2.0)
+    tasks, loss_fn = _tasks("sup", sizes, cfg, "cuda")
+    out = {}
+    for name, speed in (("eager", dataclasses.replace(Speed.default("cuda"), cuda_graphs=False)),
+                        ("graph", Speed.default("cuda"))):
+        torch.manual_seed(0)
+        model = make_model(cfg, 3).cuda()
+        eng = engine(cfg, DATA.mean, DATA.std, speed)
+        states, rows = _states(model, len(sizes)), []
+        for lr in (0.05, 0.03, 0.01):
+            rows.append(eng.train(model, tasks, loss_fn, lr, states))
+            states = rows[-1][1]
+            with torch.no_grad():
+                for k, p in model.named_parameters():
+                    p.copy_(rows[-1][0][k][0])
+        out[name] = rows
+    for call, (graph, eager) in enumerate(zip(out["graph"], out["eager"])):
+        tol = rtol((call + 1) * 12, longest_sum(10, DATA.shape))
+        assert_near({k: v[0] for k, v in graph[0].items()}, {k: v[0] for k, v in eager[0].items()}, tol, f"call {call}")
+        assert_near(graph[2], eager[2], tol, f"call {call}, loss sums")
 
 
 @needs_cuda
