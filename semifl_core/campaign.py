@@ -154,11 +154,18 @@ def cbafed_own() -> list[tuple[str, Config]]:
             for label, cfg in cfgs.items()]
 
 
+def cbafed_code() -> list[tuple[str, Config]]:
+    """CBAFed and its lower bound as the released code runs them (configs.cbafed_code_configs), own setting, every round
+    evaluated, seed by seed."""
+    cfgs = C.cbafed_code_configs("small", "fashionmnist")
+    return [(f"cbafed code: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2) for label, cfg in cfgs.items()]
+
+
 QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid": grid, "long_table1": long_table1,
           "feddure_200": feddure_200, "label_skew_long": label_skew_long,
           "label_skew_diagnosis": label_skew_diagnosis, "label_skew_fix": label_skew_fix, "cbafed_own": cbafed_own,
           "label_skew_fedrs": label_skew_fedrs, "label_skew_ntd_gate": label_skew_ntd_gate,
-          "label_skew_ntd": label_skew_ntd}
+          "label_skew_ntd": label_skew_ntd, "cbafed_code": cbafed_code}
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:

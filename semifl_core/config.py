@@ -51,7 +51,8 @@ import re
 from dataclasses import dataclass, fields
 
 from .errors import ConfigError  # noqa: F401  (defined at the bottom, so that engine can raise it too)
-from .methods import CBAFED_METHODS, FEDAVG_FIXMATCH, FL2, METHODS, ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER
+from .methods import (CBAFED, CBAFED_LOWER, CBAFED_METHODS, CBAFED_UPPER, FEDAVG_FIXMATCH, FL2, METHODS,
+                      ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER)
 from .methods.pseudo_labels import ALL_RULES as PSEUDO_LABEL_RULES
 
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
@@ -288,6 +289,9 @@ class Config:
         if self.ntd_tau != 1 and self.ntd_beta == 0:
             bad("ntd_tau", "sets the temperature of the not-true distillation, which is off (ntd_beta=0): leave it at 1 "
                            "or set ntd_beta > 0")
+        if self.cbafed_variant != "paper" and self.algorithm not in (CBAFED, CBAFED_LOWER, CBAFED_UPPER):
+            bad("cbafed_variant", f"chooses how CBAFed and its bounds run ({CBAFED}, {CBAFED_LOWER}, {CBAFED_UPPER}); "
+                                  f"{self.algorithm} has no released-code variant of CBAFed's: use 'paper'")
         if isinstance(self.cbafed_warmup, bool) or not isinstance(self.cbafed_warmup, int) \
                 or not 0 <= self.cbafed_warmup < self.rounds:
             bad("cbafed_warmup", f"must be an integer from 0 to rounds - 1 ({self.rounds - 1}): the warm-up rounds "

@@ -11,6 +11,7 @@ import copy
 import json
 import signal
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,6 +74,7 @@ class Experiment:
     default), never what it computes."""
 
     def __init__(self, cfg: Config, data: Dataset, device: torch.device, speed: Speed | None = None):
+        data = cfg.method.prepare(cfg, data)   # a method's own input pipeline (CBAFed's code variant), if any
         self.cfg, self.data, self.device = cfg, data, device
         self.speed = (Speed.default(device) if speed is None else speed).check(device)
         self.mean, self.std = data.mean, data.std
@@ -184,6 +186,8 @@ def run(cfg: Config, results_dir="results", device="auto", data_root=None, progr
     device = pick_device(device)
     info = results.open_run(results_dir, cfg)
     if info.state != "complete":   # a complete run is never changed again: reusing it needs no lock
+        with disk_errors(cfg, lambda: "nothing was trained"):
+            results.check_writable(results_dir)   # read-only or full: one line now, before any training
         with results.hold(info.path):
             info = results.open_run(results_dir, cfg)   # again: another process may have finished it meanwhile
             if info.state != "complete":
@@ -200,6 +204,10 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
     st = exp.new_state()
     ckpt = path / "checkpoint.pt"
     saved = None   # the round of the checkpoint on disk
+
+    def on_disk():   # what a failed run leaves: say it as it is
+        return (f"the last good checkpoint (round {saved}) is kept in {path}" if saved is not None else
+                f"no checkpoint was written yet (one every {checkpoint_every} rounds), nothing to resume")
     if ckpt.exists():
         try:
             ck = torch.load(ckpt, map_location=device, weights_only=False)
@@ -214,11 +222,8 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
         restore(st, ck)
         saved = st.round
     else:
-        results.atomic_write(path / "config.json", json.dumps(results.config_record(cfg), indent=1).encode())
-
-    def on_disk():   # what a failed run leaves: say it as it is
-        return (f"the last good checkpoint (round {saved}) is kept in {path}" if saved is not None else
-                f"no checkpoint was written yet (one every {checkpoint_every} rounds), nothing to resume")
+        with disk_errors(cfg, on_disk):
+            results.atomic_write(path / "config.json", json.dumps(results.config_record(cfg), indent=1).encode())
     stop = []
     handlers = _install_stop_handlers(stop)
     start = time.perf_counter()
@@ -229,7 +234,8 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
             if hasattr(bar, "set_postfix") and "test_acc" in m:
                 bar.set_postfix(acc=f"{m['test_acc']:.1f}", best=f"{st.best['acc']:.1f}")
             if st.round % checkpoint_every == 0 or stop:
-                save_checkpoint(ckpt, st, cfg.key())
+                with disk_errors(cfg, on_disk):
+                    save_checkpoint(ckpt, st, cfg.key())
                 saved = st.round
             if stop:
                 raise KeyboardInterrupt(f"stopped after round {st.round}; checkpoint saved, run again to resume")
@@ -243,7 +249,33 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
                             "lower lr or weight_decay") from None
     finally:
         _restore_handlers(handlers)
-    return finish(exp, st, path, time.perf_counter() - start)
+    with disk_errors(cfg, on_disk):
+        return finish(exp, st, path, time.perf_counter() - start)
+
+
+@contextmanager
+def disk_errors(cfg: Config, kept):
+    """A results directory that is full or refuses writes (results.DISK_ERRNOS) as one line, results.DiskError: the
+    file, about the space a run of cfg needs (disk_need), what is kept (`kept()`)."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in results.DISK_ERRNOS:
+            raise
+        raise results.disk_error(err, disk_need(cfg), kept()) from None
+
+
+def disk_need(cfg: Config) -> int:
+    """About the most bytes a run of cfg holds in its directory at once: two checkpoints while one replaces the
+    other, each the weights and the best round's, the global optimizer's and the server's momentum, a momentum
+    buffer per client (client_momentum=keep) and the metrics (model.pt at the end, final and best weights, is less)."""
+    from .config import IMAGE_SHAPE
+    with torch.random.fork_rng(devices=[]):   # building a model draws from torch's generator: leave it as it was
+        model = make_model(cfg, IMAGE_SHAPE[cfg.dataset][0])
+    weights = sum(t.numel() * t.element_size() for t in model.state_dict().values())
+    params = sum(p.numel() * p.element_size() for p in model.parameters())
+    clients = cfg.num_clients if cfg.client_momentum == "keep" else 0
+    return 2 * (2 * weights + (2 + clients) * params + 1024 * cfg.rounds)
 
 
 def overflowed(err: BaseException) -> bool:

@@ -69,32 +69,36 @@ def test_local_residual_after_epochs_0_5_10(monkeypatch):
     monkeypatch.setattr(CB, "train_client", fake_train)
     exp = SimpleNamespace(labeled_idx=[torch.arange(4)], data=SimpleNamespace(x_train=torch.zeros(4, 1),
                                                                               y_train=torch.zeros(4)),
-                          cfg=SimpleNamespace(lr=0.03))
+                          cfg=SimpleNamespace(lr=0.03, cbafed_variant="paper"))
     model = _toy_state()
     CB.labeled_epochs(exp, None, model, None, CB.LABELED_EPOCHS)
     assert torch.allclose(model.weight, torch.full_like(model.weight, 3.8))
 
 
-def test_global_residual_every_5_rounds(monkeypatch):
+@pytest.mark.parametrize("variant,want", [("paper", [1, 2, 3, 4, 2.5, 6, 7, 8, 9, 6.25, 11]),
+                                          ("code", [1, 2, 3, 4, 5, 3, 7, 8, 9, 10, 7])])
+def test_global_residual_every_5_rounds(monkeypatch, variant, want):
     """Federated round t (0-based) trains the labeled client's weights to t + 1 and, alone, it is the aggregate;
-    R_g = the start (0); after rounds 5 and 10: 0.5 * 0 + 0.5 * 5 = 2.5, then 0.5 * 2.5 + 0.5 * 10 = 6.25."""
+    R_g = the start (0). Paper: after rounds 5 and 10 (1-based), 0.5 * 0 + 0.5 * 5 = 2.5, then 0.5 * 2.5 + 0.5 * 10
+    = 6.25. The released code (com_round > 0 and com_round % 5 == 0, from 0): after rounds 6 and 11, 0.5 * 0 + 0.5 * 6
+    = 3, then 0.5 * 3 + 0.5 * 11 = 7."""
     def fake_epochs(exp, st, model, rnd, epochs, with_residual=True):
         with torch.no_grad():
             for p in model.parameters():
                 p.fill_(float(rnd.r + 1))
         return 0.0
     monkeypatch.setattr(CB, "labeled_epochs", fake_epochs)
-    cfg = SimpleNamespace(lr=0.03, cbafed_warmup=0, num_classes=2, threshold=0.95, cbafed_variant="paper",
+    cfg = SimpleNamespace(lr=0.03, cbafed_warmup=0, num_classes=2, threshold=0.95, cbafed_variant=variant,
                           num_clients=3)
     exp = SimpleNamespace(cfg=cfg, labeled_idx=[torch.arange(4)], data=SimpleNamespace(y_train=torch.tensor([0, 1, 0, 1])))
     st = SimpleNamespace(model=_toy_state(), labeling={}, server_state=None, client_states={})
     seen = []
-    for r in range(10):
+    for r in range(11):
         rnd = Round(r, 0.03, np.random.default_rng(r), torch.Generator(), torch.device("cpu"), False, False,
                     RoundRecord(round=r + 1, lr=0.03))
         CB.cbafed_round(exp, st, rnd, part="labeled-only")
         seen.append(round(st.model.weight[0, 0].item(), 6))
-    assert seen == [1, 2, 3, 4, 2.5, 6, 7, 8, 9, 6.25]
+    assert seen == want
 
 
 # --------------------------------------------------------------------------- a smoke run: warm-up and weights
@@ -274,3 +278,38 @@ def test_unlabeled_clients_train_on_the_images_the_variant_says(monkeypatch, tmp
     run(profile("smoke", algorithm=CBAFED, cbafed_variant=variant, threshold=0.3), tmp_path, device="cpu",
         progress=False)
     assert checked, "no unlabeled client trained"
+
+
+# --------------------------------------------------------------------------- the released code's input pipeline
+def test_code_inputs_resize_as_the_released_loader_and_crop_without_padding():
+    """cbafed_variant="code": one-channel 28x28 images become three identical channels, 36x36 for training (bilinear)
+    and 32x32 for testing; a training view is a 32x32 window of the 36x36 image (no padding), mirrored when flipped.
+    The paper variant leaves the images as loaded."""
+    from semifl_core.data import Dataset
+    gen = torch.Generator().manual_seed(0)
+    x = torch.randint(0, 256, (6, 1, 28, 28), generator=gen, dtype=torch.uint8)
+    data = Dataset("fashionmnist", x, torch.arange(6), x[:2], torch.arange(2), 10)
+    assert CB.code_inputs(profile("smoke", algorithm=CBAFED), data) is data
+    out = CB.code_inputs(profile("smoke", algorithm=CBAFED, cbafed_variant="code"), data)
+    assert out.x_train.shape == (6, 3, 36, 36) and out.x_test.shape == (2, 3, 32, 32)
+    assert out.x_train.dtype == torch.uint8 and torch.equal(out.x_train[:, 0], out.x_train[:, 2])
+    want = torch.nn.functional.interpolate(x.float(), size=(36, 36), mode="bilinear", align_corners=False)
+    assert (out.x_train[:, :1].float() - want).abs().max() <= 0.5          # rounded to uint8, nothing else
+    views = CB.code_view(out.x_train, True, torch.Generator().manual_seed(1))
+    assert views.shape == (6, 3, 32, 32)
+    flipped = 0
+    for img, v in zip(out.x_train, views):
+        windows = [(oy, ox, f) for oy in range(5) for ox in range(5) for f in (False, True)
+                   if torch.equal(img[:, oy:oy + 32, ox:ox + 32].flip(-1) if f else img[:, oy:oy + 32, ox:ox + 32], v)]
+        assert windows, "a view that is no window of its image"
+        flipped += windows[0][2]
+    assert 0 < flipped < 6                                                    # some flipped, some not (seeded)
+
+
+@pytest.mark.parametrize("changes", [dict(algorithm="semifl"), dict(algorithm=CBAFED_FIXMATCH),
+                                     dict(algorithm="partially-supervised")])
+def test_the_code_variant_with_a_method_that_has_none_is_one_line(changes):
+    with pytest.raises(ConfigError) as err:
+        profile("smoke", cbafed_variant="code", **changes)
+    msg = str(err.value)
+    assert msg.startswith("cbafed_variant='code'") and "\n" not in msg and "use 'paper'" in msg

@@ -91,12 +91,22 @@ class Method:
     profiles: dict = field(default_factory=dict)   # profile name -> default values for this method in that profile
     placements: tuple = (SERVER,)   # the label placements (Config.labels_at) it is defined for
     why_not: str = ""               # why it refuses the other placements (the validation error says it)
+    inputs: str = ""                # "module:function" (cfg, Dataset) -> Dataset: the method's own input pipeline, if
+                                    # it has one (CBAFed's released code's resizing); "" = the images as loaded
 
     def round_function(self) -> Callable:
-        if callable(self.round):
-            return self.round
-        module, _, name = self.round.partition(":")
-        return getattr(importlib.import_module(module), name)
+        return _load(self.round)
+
+    def prepare(self, cfg, data):
+        """The images this method trains and tests on."""
+        return _load(self.inputs)(cfg, data) if self.inputs else data
+
+
+def _load(where: str | Callable) -> Callable:
+    if callable(where):
+        return where
+    module, _, name = where.partition(":")
+    return getattr(importlib.import_module(module), name)
 
 
 # SemiFL is defined for labels at the server only: "(x_s, y_s) denote the set of labeled data available at the
@@ -153,13 +163,15 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            placements=(CLIENTS, ONE_CLIENT)),
     # CBAFed (CVPR 2023) and the rows of its Table 1, on its schedule (warm-up, epochs, residuals): methods/cbafed.py
     Method(CBAFED, "CBAFed", "semifl_core.methods.cbafed:cbafed_round", unused=CBAFED_UNUSED,
-           profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,), why_not=_CBAFED_WHY),
+           profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,), why_not=_CBAFED_WHY,
+           inputs="semifl_core.methods.cbafed:code_inputs"),
+    # the bounds read cbafed_variant too: its "code" changes their residual timing and input pipeline
     Method(CBAFED_LOWER, "Lower bound (labeled client alone)", "semifl_core.methods.cbafed:labeled_only_round",
-           unused=CBAFED_UNUSED + ("threshold", "cbafed_variant"), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
-           why_not=_CBAFED_WHY),
+           unused=CBAFED_UNUSED + ("threshold",), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
+           why_not=_CBAFED_WHY, inputs="semifl_core.methods.cbafed:code_inputs"),
     Method(CBAFED_UPPER, "Upper bound (FedAvg, all labeled)", "semifl_core.methods.cbafed:all_labeled_round",
-           unused=CBAFED_UNUSED + ("threshold", "cbafed_variant"), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
-           why_not=_CBAFED_WHY),
+           unused=CBAFED_UNUSED + ("threshold",), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
+           why_not=_CBAFED_WHY, inputs="semifl_core.methods.cbafed:code_inputs"),
     Method(CBAFED_FIXMATCH, "FedAvg + FixMatch (CBAFed's schedule)", "semifl_core.methods.cbafed:fixmatch_round",
            unused=CBAFED_UNUSED + ("cbafed_variant",), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
            why_not=_CBAFED_WHY),

@@ -27,10 +27,19 @@ A federated round (after the warm-up), from the global model theta_G:
 Every client keeps its SGD momentum between rounds (cfg.momentum, weight decay, gradient clipping cfg.clip_norm), and
 the learning rates are constant, as the released code runs; batch cfg.client_batch (64).
 
-Variants (cfg.cbafed_variant): "paper" (the default): an unlabeled client trains on a fresh weak view of the images it
-selected, and the tail classes are p~ < beta / C (beta = TAIL_BETA); "code": as the released code, it trains on the
-very weak views it pseudo-labeled, drops a last batch of one image, and takes p~ < 0.03 as tail whatever C is (the
-paper's rule for C = 10).
+Variants (cfg.cbafed_variant; docs/cbafed.md lists each difference): "paper" (the default) as its paper describes it;
+"code" as its released code runs (CBAFed and both bounds):
+  - the server's residual after federated rounds 6, 11, 16, ... (its `com_round > 0 and com_round % 5 == 0`, rounds
+    counted from 0) instead of after rounds 5, 10, 15, ... (`RESIDUAL_EVERY` rounds after the warm-up);
+  - its input pipeline (`code_inputs`, `code_view`): three identical channels for a one-channel set, every training
+    image resized (bilinear) to 36 x 36 (40 x 40 for three-channel 32 x 32 sets) and randomly cropped to 32 x 32
+    without padding, plus flips; test images resized to 32 x 32. Our CNN takes any input size (global average
+    pooling), so it trains and tests at 32 x 32 as their ResNet-18 does;
+  - an unlabeled client trains on the very weak views it pseudo-labeled (the paper variant: a fresh weak view of the
+    images it selected), drops a last batch of one image, and takes p~ < 0.03 as tail whatever C is (the paper's rule
+    beta / C for C = 10).
+  Not reproduced: it concatenates the confident images, then the tail ones, and does not reshuffle them (ours are
+  shuffled as every epoch is).
 
 The paper's Table 1 rows beside CBAFed run the same warm-up and schedule (`part`), so that they differ from it only in
 what the federated phase does:
@@ -66,6 +75,46 @@ UNLABELED_LR = 0.02       # the unlabeled clients' SGD learning rate (the labele
 TAIL_BETA = 0.3           # beta: tail classes are p~ < beta / C (0.03 for ten classes, the code's constant)
 CODE_TAIL = 0.03          # the code's tail bound, for every C
 LABELED = 0               # the labeled client's id
+CODE_INPUT = 32           # the code's input size (all sets), and its training images' size before the crop:
+CODE_RESIZE = {1: 36, 3: 40}   # 36 for one-channel (Fashion-MNIST), 40 for three-channel sets
+
+
+# ---------------------------------------------------------------------- the released code's input pipeline
+def code_inputs(cfg, data):
+    """cbafed_variant="code": the images as the released code's loader gives them (three channels; training images
+    resized to CODE_RESIZE, test images to CODE_INPUT, bilinearly, rounded to uint8); "paper": unchanged."""
+    if cfg.cbafed_variant != "code":
+        return data
+    from ..data import Dataset
+
+    def resize(x, size):
+        if x.shape[1] == 1:
+            x = x.expand(-1, 3, -1, -1)
+        out = F.interpolate(x.float(), size=(size, size), mode="bilinear", align_corners=False)
+        return out.round().clamp(0, 255).to(torch.uint8)
+    return Dataset(data.name, resize(data.x_train, CODE_RESIZE[data.x_train.shape[1]]), data.y_train,
+                   resize(data.x_test, CODE_INPUT), data.y_test, data.num_classes)
+
+
+def code_view(x: torch.Tensor, flip: bool, g: torch.Generator) -> torch.Tensor:
+    """The code's training view: a random CODE_INPUT x CODE_INPUT crop without padding (and a flip), as one gather."""
+    n, _, h, w = x.shape
+    dev = x.device
+    oy = torch.randint(0, h - CODE_INPUT + 1, (n, 1), generator=g, device=dev)
+    ox = torch.randint(0, w - CODE_INPUT + 1, (n, 1), generator=g, device=dev)
+    rows, cols = torch.arange(CODE_INPUT, device=dev) + oy, torch.arange(CODE_INPUT, device=dev) + ox
+    if flip:
+        mirror = torch.rand(n, 1, generator=g, device=dev) < 0.5
+        cols = torch.where(mirror, 2 * ox + CODE_INPUT - 1 - cols, cols)
+    return x[torch.arange(n, device=dev)[:, None, None], :, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
+
+
+def residual_due(cfg, t: int) -> bool:
+    """Whether the server's residual follows federated round t (0-based): after every RESIDUAL_EVERY rounds, or in the
+    code variant at t = 5, 10, 15, ... (its com_round > 0 and com_round % 5 == 0)."""
+    if cfg.cbafed_variant == "code":
+        return t > 0 and t % RESIDUAL_EVERY == 0
+    return (t + 1) % RESIDUAL_EVERY == 0
 
 
 # ---------------------------------------------------------------------- the pieces the tests check by hand
@@ -121,9 +170,14 @@ def labeled_epochs(exp, st, model, rnd: Round, epochs: int, with_residual: bool 
     """The labeled client's epochs, with the local residual connection after epochs 0, s, 2s, ...; mean step loss."""
     idx = exp.labeled_idx[LABELED]
     spec = {"x": exp.data.x_train[idx], "y": exp.data.y_train[idx]}
+    code = exp.cfg.cbafed_variant == "code"
     losses, snapshot = [], None
     for e in range(epochs):
-        losses.append(train_client(exp, st, model, spec, exp.cfg.lr, LABELED, rnd))
+        if code:   # a fresh crop of the resized images every epoch, as the code's loader reads them
+            views = {"x": code_view(spec["x"], exp.data.flip, rnd.g), "y": spec["y"]}
+            losses.append(train_client(exp, st, model, views, exp.cfg.lr, LABELED, rnd, view="none"))
+        else:
+            losses.append(train_client(exp, st, model, spec, exp.cfg.lr, LABELED, rnd))
         if with_residual and e % RESIDUAL_EVERY == 0:
             theta = _state(model) if snapshot is None else residual(_state(model), snapshot, ALPHA_LOCAL)
             load_weights(model, theta)
@@ -178,7 +232,7 @@ def cbafed_round(exp, st, rnd: Round, part: str = "semi") -> RoundRecord:
                 states.append(_state(model))
                 sizes.append(len(idx))
                 continue
-            view = weak(x, data.flip, rnd.g)
+            view = code_view(x, data.flip, rnd.g) if code else weak(x, data.flip, rnd.g)
             if part == "all-labeled":
                 keep, labels = np.arange(len(idx)), y.cpu().numpy()
             else:
@@ -207,7 +261,7 @@ def cbafed_round(exp, st, rnd: Round, part: str = "semi") -> RoundRecord:
         rec.diagnostics.update(tau_min=float(thresholds.min()), tail_classes=int(tail.sum()))
     with rnd.timed("aggregate"):
         st.model.load_state_dict({**st.model.state_dict(), **fedavg(states, aggregation_weights(sizes[0], sizes[1:]))})
-        if part != "fixmatch" and (t + 1) % RESIDUAL_EVERY == 0:
+        if part != "fixmatch" and residual_due(cfg, t):
             theta = residual(_state(st.model), st.server_state["residual"], ALPHA_GLOBAL)
             load_weights(st.model, theta)
             st.server_state = {"residual": theta}

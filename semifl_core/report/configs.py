@@ -470,3 +470,14 @@ def cbafed_own_setting_configs(p, dataset, rounds=None) -> dict:
     """{row label: Config}: cbafed_configs' rows, with the same labels (cbafed_table and cbafed_claims read them),
     with the labeled client drawn as CBAFed's code draws it."""
     return {label: cfg.replace(cbafed_labeled="dirichlet") for label, cfg in cbafed_configs(p, dataset, rounds).items()}
+
+
+# CBAFed as its released code runs (Config.cbafed_variant="code": the residual timing and the input pipeline of
+# methods/cbafed.py), in the code's own setting, evaluated every round as the released code reports: CBAFed and its
+# lower bound, beside the paper variant's rows of the same setting.
+def cbafed_code_configs(p, dataset, rounds=None) -> dict:
+    """{row label + ", released code": Config}: CBAFed and the lower bound, code variant, own setting, every round."""
+    from ..methods import CBAFED, CBAFED_LOWER
+    own = cbafed_own_setting_configs(p, dataset, rounds)
+    return {f"{label_of(m)}, released code": own[label_of(m)].replace(cbafed_variant="code", eval_every=1)
+            for m in (CBAFED, CBAFED_LOWER)}
