@@ -35,6 +35,7 @@ fedrs_alpha            FedRS's restricted softmax in SemiFL's client loss: the l
                        classes a client does not hold scaled by alpha (1: off)
 ntd_beta, ntd_tau      FedNTD's not-true distillation in SemiFL's client loss: beta (0: off) and
                        the temperature tau of its KL term on the fix samples
+vls_lambda             FedVLS's vacant-class distillation in SemiFL's client loss (0: off)
 rng_streams            where a round's randomness comes from: one stream for the round
                        ("round") or one per client ("client"), which a client drawing
                        in its own process (the Flower app) can reproduce
@@ -120,6 +121,8 @@ class Config:
                                          # classes it does not hold (< 5 % of its fix set) by alpha; 1 = off
     ntd_beta: float = 0.0                # FedNTD (Lee et al., NeurIPS 2022): beta of the not-true distillation term
     ntd_tau: float = 1.0                 # on a client's fix samples, and its temperature; beta 0 = off
+    vls_lambda: float = 0.0              # FedVLS (Guo et al., AAAI 2025): lambda of the distillation over a client's
+                                         # vacant classes (no pseudo-label in its fix set); 0 = off
     client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
     # server (labeled) training
     finetune: bool = True
@@ -274,18 +277,23 @@ class Config:
         for name, low, high, what in (("ntd_beta", 0, 100, "from 0 (off) to 100: the weight of the not-true "
                                                          "distillation term (FedNTD's code: 1)"),
                                       ("ntd_tau", 0, 100, "in (0, 100]: the temperature of its softmaxes (FedNTD's "
-                                                          "code: 1)")):
+                                                          "code: 1)"),
+                                      ("vls_lambda", 0, 100, "from 0 (off) to 100: the weight of the vacant-class "
+                                                             "distillation term (FedVLS: 0.1)")):
             v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low <= v <= high if name == "ntd_beta"
-                                                                                else low < v <= high):
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low < v <= high if name == "ntd_tau"
+                                                                                else low <= v <= high):
                 bad(name, f"must be a number {what}")
-        if self.ntd_beta > 0 and (self.algorithm != SEMIFL or not self.global_pseudo_labels):
-            bad("ntd_beta", f"distils the global model on SemiFL's pseudo-labeled fix samples, which only {SEMIFL} with "
-                            f"global_pseudo_labels=true trains ({self.algorithm}"
-                            f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} has none); use 0")
-        if self.ntd_beta > 0 and self.fedrs_alpha != 1:
-            bad("ntd_beta", "and fedrs_alpha < 1 are two remedies for one effect: run them apart (fedrs_alpha=1 or "
-                            "ntd_beta=0)")
+        for name in ("ntd_beta", "vls_lambda"):
+            if getattr(self, name) > 0 and (self.algorithm != SEMIFL or not self.global_pseudo_labels):
+                bad(name, f"distils the global model on SemiFL's pseudo-labeled fix samples, which only {SEMIFL} with "
+                          f"global_pseudo_labels=true trains ({self.algorithm}"
+                          f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} has none); use 0")
+        remedies = [n for n, on in (("fedrs_alpha", self.fedrs_alpha != 1), ("ntd_beta", self.ntd_beta > 0),
+                                    ("vls_lambda", self.vls_lambda > 0)) if on]
+        if len(remedies) > 1:
+            bad(remedies[-1], f"and {' and '.join(remedies[:-1])} are remedies for one effect: run them apart (one "
+                              "at a time; fedrs_alpha=1, ntd_beta=0 and vls_lambda=0 are off)")
         if self.ntd_tau != 1 and self.ntd_beta == 0:
             bad("ntd_tau", "sets the temperature of the not-true distillation, which is off (ntd_beta=0): leave it at 1 "
                            "or set ntd_beta > 0")
@@ -448,7 +456,7 @@ LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": 
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
                 "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper", "cbafed_warmup": 0,
                 "cbafed_variant": "paper", "cbafed_labeled": "balanced", "fedrs_alpha": 1.0, "ntd_beta": 0.0,
-                "ntd_tau": 1.0}
+                "ntd_tau": 1.0, "vls_lambda": 0.0}
 
 
 def run_key(config: dict) -> str:

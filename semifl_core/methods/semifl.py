@@ -33,12 +33,14 @@ def supervised_loss(f, b):
     return batch_ce(f(b["x"]), b["y"], b), b["x"].new_zeros(0)
 
 
-def _client_loss(f, b, ntd: tuple[float, float] | None = None):
+def _client_loss(f, b, ntd: tuple[float, float] | None = None, vls: float | None = None):
     logits = (lambda x: f(x)) if "rs" not in b else (lambda x: f(x) * b["rs"])  # noqa: E731
     out_fix = logits(b["x"])
     loss = batch_ce(out_fix, b["y"], b)
     if ntd is not None:   # the fix samples' not-true classes kept near the received global model's (skew_losses)
         loss = loss + skew_losses.not_true_distillation(out_fix, b["t_logits"], b["y"], b, *ntd)
+    if vls is not None:   # the client's vacant classes kept near the received global model's (skew_losses)
+        loss = loss + skew_losses.vacant_distillation(out_fix, b["t_logits"], b["vacant"], b, vls)
     if "x_mix" in b:
         out = logits(augment.mixup(b["x_weak"], b["x_mix"], b["lam"]))
         loss = loss + b["lam"] * batch_ce(out, b["y"], b) + (1 - b["lam"]) * batch_ce(out, b["y_mix"], b)
@@ -55,12 +57,18 @@ def client_loss(f, b):
 
 
 @functools.lru_cache(maxsize=None)
-def ntd_client_loss(beta: float, tau: float):
-    """client_loss + FedNTD's not-true distillation on the fix samples (ntd_beta > 0: skew_losses.not_true_distillation,
-    the teacher's logits in b["t_logits"]). L_mix is left as it is: a mixed image has two labels, so it has no one
-    true class to leave out, and FedNTD distils on labeled samples only. One function per (beta, tau), so that a
-    captured step is reused from round to round."""
-    return graph_safe(lambda f, b: _client_loss(f, b, (beta, tau)))
+def distilling_client_loss(ntd: tuple[float, float] | None, vls: float | None):
+    """client_loss + a distillation of the received global model on the fix samples (the teacher's logits in
+    b["t_logits"]): FedNTD's over the not-true classes (ntd = (ntd_beta, ntd_tau): skew_losses.not_true_distillation)
+    or FedVLS's over the client's vacant classes (vls = vls_lambda: skew_losses.vacant_distillation). L_mix is left as
+    it is: a mixed image has two labels, so it has no one true class to leave out, and both distil on labeled samples
+    only. One function per setting, so that a captured step is reused from round to round."""
+    return graph_safe(lambda f, b: _client_loss(f, b, ntd, vls))
+
+
+def distills(cfg) -> bool:
+    """Whether the clients' loss distils the global model (ntd_beta or vls_lambda on): their tasks need its logits."""
+    return cfg.ntd_beta > 0 or cfg.vls_lambda > 0
 
 
 def fixmatch_loss(threshold: float):
@@ -153,6 +161,9 @@ def fix_mix_spec(exp, labeled: dict, rng: np.random.Generator):
     if exp.cfg.fedrs_alpha != 1:   # the client's logit scales, one row per fix sample (its steps' batches read them)
         scale = skew_losses.fedrs_scale(labeled["pseudo"][fix], exp.cfg.num_classes, exp.cfg.fedrs_alpha)
         spec["rs"] = torch.as_tensor(scale, device=exp.device).expand(len(fix), -1)
+    if exp.cfg.vls_lambda > 0:   # the client's vacant classes, one row per fix sample
+        vacant = skew_losses.vacant_classes(labeled["pseudo"][fix], exp.cfg.num_classes)
+        spec["vacant"] = torch.as_tensor(vacant, device=exp.device).expand(len(fix), -1)
     return spec, counts, fix, mix
 
 
@@ -197,7 +208,8 @@ def client_objective(cfg):
     global_pseudo_labels=False FixMatch's per-batch loss on the client's own data."""
     options = strong_options(cfg)
     if cfg.global_pseudo_labels:
-        loss = ntd_client_loss(cfg.ntd_beta, cfg.ntd_tau) if cfg.ntd_beta > 0 else client_loss
+        loss = client_loss if not distills(cfg) else distilling_client_loss(
+            (cfg.ntd_beta, cfg.ntd_tau) if cfg.ntd_beta > 0 else None, cfg.vls_lambda if cfg.vls_lambda > 0 else None)
         return loss, dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None, **options)
     return fixmatch_loss(cfg.threshold), dict(view="strong", weak_too=True, **options)
 
@@ -223,7 +235,7 @@ def client_task(exp, model, crnd: Round, c: int):
     _, views = client_objective(cfg)
     task, = make_tasks([spec], cfg.client_batch, cfg.local_epochs, crnd.rng, crnd.g, flip=data.flip,
                        strong_variant=cfg.strong_aug, **views)
-    if cfg.ntd_beta > 0:
+    if distills(cfg):
         skew_losses.teacher_logits(exp, model, [task])
     return task, counts
 
@@ -340,7 +352,7 @@ def client_tasks(exp, st, rnd: Round, active: list[int]) -> tuple[list, list]:
     with rnd.timed("augment"):
         tasks = make_tasks(specs, cfg.client_batch, cfg.local_epochs, rnd.rng, rnd.g, flip=data.flip,
                            strong_variant=cfg.strong_aug, **client_objective(cfg)[1])
-    if cfg.ntd_beta > 0:   # the teacher of FedNTD's term: the global model that made the pseudo-labels
+    if distills(cfg):   # the teacher of the distillation: the global model that made the pseudo-labels
         with rnd.timed("teacher"):
             skew_losses.teacher_logits(exp, st.model, tasks)
     return tasks, trained

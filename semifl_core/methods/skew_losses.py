@@ -8,6 +8,10 @@ what the client's loss asks of those eight. methods/semifl.py's client_loss read
   federated learning", NeurIPS 2022, Eq. 4; Config.ntd_beta, ntd_tau): on each fix sample, the client model's softmax
   over the classes other than its pseudo-label is pulled towards the global model's softmax over the same classes
   (b["t_logits"], the received global model's logits: `teacher_logits`, `not_true_distillation`).
+- FedVLS's vacant-class distillation (Guo et al., "Exploring vacant classes in label-skewed federated learning",
+  AAAI 2025, Eq. 6; Config.vls_lambda): the same pull over the client's vacant classes only, those with no pseudo-label
+  in its fix set this round (b["vacant"], `vacant_classes`, `vacant_distillation`). Its logit suppression and
+  prior-corrected cross-entropy are not included: this is the distillation term alone.
 """
 from __future__ import annotations
 
@@ -47,6 +51,25 @@ def not_true_distillation(student: torch.Tensor, teacher: torch.Tensor, y: torch
     log_q_g = F.log_softmax(not_true(teacher.detach(), y) / tau, dim=1)
     kl = (log_q_g.exp() * (log_q_g - log_q)).sum(1)
     return beta * tau ** 2 * batch_mean(kl, b)
+
+
+def vacant_classes(pseudo_fix: np.ndarray, num_classes: int) -> np.ndarray:
+    """FedVLS's vacant classes of a client, from what it knows (its fix set's pseudo-labels): 1.0 for a class with
+    none, else 0.0."""
+    return (np.bincount(pseudo_fix, minlength=num_classes) == 0).astype(np.float32)
+
+
+def vacant_distillation(student: torch.Tensor, teacher: torch.Tensor, vacant: torch.Tensor, b: dict,
+                        lam: float) -> torch.Tensor:
+    """FedVLS's Eq. (6) as its released code computes it: lam mean_i KL(softmax_V(z_g,i) || softmax_V(z_i)), each softmax
+    over the vacant classes V only (vacant: (B, C), 1 for a vacant class), over the step's real samples; 0 where a client
+    has no vacant class. Other classes are filled with a logit far below any real one (exp underflows to 0), which
+    keeps the shapes fixed for vmap and CUDA graphs."""
+    keep = vacant > 0
+    log_q = F.log_softmax(student.masked_fill(~keep, -1e4), dim=1)
+    log_q_g = F.log_softmax(teacher.detach().masked_fill(~keep, -1e4), dim=1)
+    kl = torch.where(keep, log_q_g.exp() * (log_q_g - log_q), 0).sum(1)
+    return lam * batch_mean(kl, b)
 
 
 @torch.no_grad()
