@@ -1,5 +1,9 @@
 # `make demo`: SemiFL and Partially Supervised on Fashion-MNIST (small profile, seed 0, CPU), trained into results-demo/
 # (a second `make demo` reuses them: delete that folder to train again), printed beside the committed seeds 0-2.
+# `make install` (demo, test and the targets below run it first): .venv/ with the package and its dev extra. On a
+# machine without an NVIDIA GPU (no nvidia-smi) torch's CPU wheels go in first, in pyproject.toml's torch range
+# (TORCH_PINS), a few hundred MB instead of the CUDA build's GBs; where download.pytorch.org cannot be reached (or
+# has no wheel for this Python) it says so in one line, and pip install -e '.[dev]' takes torch from the default index.
 # `make test`: the test suite (with the notebooks executed headlessly in the smoke profile, and nbval on the committed
 # notebooks against the committed results: SEMIFL_NO_TRAIN=1, nothing trains; a run missing from results/ is left out
 # and named in the notebook, and its cells say "not run"), then the regression oracle again under the scalar CPU
@@ -19,9 +23,15 @@ VENV ?= .venv
 NOTEBOOKS := table4 table1 learning_curves diagnosis scale table2 figure6 table3 table5 figure2 feddure_table1 few_labels horizon theorem1 cbafed_table1 label_skew
 PY := $(VENV)/bin/python
 
+TORCH_PINS := "torch>=2.9,<2.15" "torchvision>=0.24,<0.30"
+TORCH_CPU := https://download.pytorch.org/whl/cpu
+
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	command -v nvidia-smi >/dev/null 2>&1 \
+	  || $(PY) -m pip install -q --retries 1 $(TORCH_PINS) --index-url $(TORCH_CPU) >/dev/null 2>&1 \
+	  || echo "note: no CPU wheels from $(TORCH_CPU): torch comes from pip's default index"
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 

@@ -21,11 +21,21 @@ def test_generated_parts_are_what_results_and_the_committed_notebooks_say():
     assert readme.main(["--check"]) == 0, "run `python -m semifl_core.report.readme` (make render does)"
 
 
-def _headline_row(text: str, study: str, partition: str, method: str = "SemiFL") -> list[str]:
-    """The cells of the headline table's row (study, partition, method) in a generated text."""
-    rows = [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| ")]
-    hit = [r for r in rows if r[0] == study and r[2] == partition and r[3] == method]
-    assert len(hit) == 1, f"no single headline row {study} / {partition} / {method}"
+def _table_rows(text: str) -> list[list[str]]:
+    return [[c.strip() for c in line.strip("|").split("|")] for line in text.splitlines() if line.startswith("| ")]
+
+
+def _headline_row(text: str, rounds: str, partition: str, method: str = "SemiFL") -> list[str]:
+    """The cells of the README headline's row (R, partition, method) in a generated text."""
+    hit = [r for r in _table_rows(text) if r[:3] == [rounds, partition, method]]
+    assert len(hit) == 1, f"no single headline row R={rounds} / {partition} / {method}"
+    return hit[0]
+
+
+def _full_row(text: str, study: str, partition: str, method: str = "SemiFL") -> list[str]:
+    """The cells of the full headline's row (study, partition, method) in docs/results.md's generated text."""
+    hit = [r for r in _table_rows(text) if r[0] == study and r[2] == partition and r[3] == method]
+    assert len(hit) == 1, f"no single full headline row {study} / {partition} / {method}"
     return hit[0]
 
 
@@ -44,26 +54,72 @@ def test_a_headline_number_is_the_mean_of_the_runs_summaries(tmp_path):
                 pytest.skip(f"{src.name} is not committed")
             shutil.copytree(src, tmp_path / src.name)
             final.setdefault(name, {})[s] = json.loads((src / "summary.json").read_text())["final_acc"]
-    text = readme.headline(tmp_path)
-    row = _headline_row(text, "`small`", "IID")
+    text, full = readme.headline(tmp_path), readme.headline_full(tmp_path)
     a = np.array(list(final["a"].values()))
-    assert row[4] == f"{a.mean():.1f} ({a.std():.1f}) n=2"
-    assert row[6] == above(a, list(final["psl"].values()))
+    mean = f"{a.mean():.1f} ({a.std():.1f}) n=2"
+    verdict = above(a, list(final["psl"].values()))
+    row = _headline_row(text, "30", "IID")
+    assert len(row) == 6 and row[3] == mean and row[5] == verdict   # README: six short columns
+    full_row = _full_row(full, "`small`", "IID")
+    assert full_row[4] == mean and full_row[6] == verdict
     closed = [100 * (final["a"][s] - final["psl"][s]) / (final["fsl"][s] - final["psl"][s]) for s in (0, 2)]
-    assert row[7] == f"{np.mean(closed):.1f} ({np.std(closed):.1f}) n=2 %"
-    assert row[8] == "88.2" and row[9] == "87 %"   # theirs: the paper's CIFAR-10 N_S=250 IID column
-    assert _headline_row(text, "`small`", "Non-IID, K=2")[4] == "not run"
-    assert _headline_row(text, "`long`", "IID")[4:7] == ["not run", "not run", "not run"]
-    assert "few labels" not in text   # the winners are picked only once all their IID runs are in
+    assert full_row[7] == f"{np.mean(closed):.1f} ({np.std(closed):.1f}) n=2 %"
+    assert full_row[8] == "88.2" and full_row[9] == "87 %"   # theirs: the paper's CIFAR-10 N_S=250 IID column
+    assert _headline_row(text, "30", "Non-IID, K=2")[3] == "not run"
+    assert _full_row(full, "`long`", "IID")[4:7] == ["not run", "not run", "not run"]
+    assert "few labels" not in full   # the winners are picked only once all their IID runs are in
+    # the first screen: the rows it names that exist, each with its verdict
+    first = readme.finding(readme.headline_rows(tmp_path))
+    assert f"- 30 rounds, IID: SemiFL {mean}, Partially Supervised " in first and f"**{verdict}**" in first
+    assert "- 300 rounds, IID: SemiFL not run, Partially Supervised not run: **not run**" in first
+
+
+def test_the_first_screen_shows_three_verdicts_read_from_the_headline():
+    """README's finding (before the first command) is three rows of the headline table, number for number, each with
+    one of the rule's verdicts."""
+    text = (REPO / "README.md").read_text()
+    begin, end = readme.FINDING
+    first = text[text.index(begin):text.index(end)]
+    assert text.index(end) < text.index("make demo")
+    bullets = re.findall(r"^- (\d+) rounds, ([^:]+): SemiFL (.+?), Partially Supervised (.+?): \*\*(.+)\*\*$", first,
+                         re.M)
+    assert len(bullets) == 3
+    for rounds, partition, a, psl, verdict in bullets:
+        assert verdict in ("held", "not held", "within noise")
+        assert _headline_row(text, rounds, partition)[3:] == [a, psl, verdict]
+
+
+def test_readme_code_lines_and_headline_are_narrow():
+    """No code line of the README is cut off by its box (under 90 characters) and the headline table has at most six
+    columns (the rest are in docs/results.md)."""
+    text = (REPO / "README.md").read_text()
+    for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
+        for line in block.splitlines():
+            assert len(line) < 90, f"README code line of {len(line)} characters: {line}"
+    begin, end = readme.HEADLINE
+    header = next(line for line in text[text.index(begin):text.index(end)].splitlines() if line.startswith("| "))
+    assert header.count("|") - 1 <= 6
+
+
+def test_the_cpu_wheels_make_installs_are_the_packages_torch_pins():
+    """`make install` on a machine without an NVIDIA GPU installs torch's CPU wheels in pyproject.toml's range (the
+    README's manual line too), falling back to the default index."""
+    import tomllib
+    deps = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    pins = [d for d in deps if re.match(r"torch(vision)?\b", d)]
+    make = (REPO / "Makefile").read_text()
+    assert re.search(r"^TORCH_PINS := (.*)$", make, re.M).group(1) == " ".join(f'"{p}"' for p in pins)
+    assert "command -v nvidia-smi" in make and "--index-url $(TORCH_CPU)" in make
+    assert "pip install " + " ".join(f'"{p}"' for p in pins) in (REPO / "README.md").read_text()
 
 
 def test_a_stale_number_in_the_readme_is_regenerated_from_results():
     """--check compares README.md with what the generator makes of it: a number typed over is not what results/ says,
     and the generator writes the committed runs' number back."""
     committed = (REPO / "README.md").read_text()
-    row = next(line for line in committed.splitlines() if line.startswith("| `small` | 30 | IID | SemiFL |"))
+    row = next(line for line in committed.splitlines() if line.startswith("| 30 | IID | SemiFL |"))
     cells = row.split(" | ")
-    cells[4] = "99.9 (0.0)"
+    cells[3] = "99.9 (0.0)"
     stale = committed.replace(row, " | ".join(cells))
     assert stale != committed and readme.generated(stale)["README.md"] == committed
 
