@@ -108,20 +108,38 @@ def label_skew_fedrs() -> list[tuple[str, Config]]:
             for label, cfg in cfgs.items()]
 
 
-def label_skew_ntd_gate() -> list[tuple[str, Config]]:
-    """The gate of the not-true distillation remedy (configs.NTD_GATE): SemiFL with it under Non-IID K=2, instrumented,
-    small profile, seeds 0-2."""
-    cfgs = C.label_skew_ntd_gate_configs("small", "fashionmnist", 100)
-    return [(f"label skew ntd gate: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2)
+def _gate(remedy) -> list[tuple[str, Config]]:
+    cfgs = C.label_skew_gate_configs("small", "fashionmnist", 100, remedy)
+    return [(f"label skew gate: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2)
             for label, cfg in cfgs.items()]
+
+
+def _cells(remedy) -> list[tuple[str, Config]]:
+    cfgs = C.label_skew_remedy_configs("small", "fashionmnist", 100, remedy)
+    return [(f"label skew remedy: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2)
+            for label, cfg in cfgs.items()]
+
+
+def label_skew_ntd_gate() -> list[tuple[str, Config]]:
+    """The gate of the not-true distillation remedy (configs.REMEDY_GATE): SemiFL with it under Non-IID K=2,
+    instrumented, small profile, seeds 0-2."""
+    return _gate(C.NTD)
+
+
+def label_skew_vls_gate() -> list[tuple[str, Config]]:
+    """The same gate for FedVLS's vacant-class distillation (run if not-true distillation fails its gate)."""
+    return _gate(C.VLS)
 
 
 def label_skew_ntd() -> list[tuple[str, Config]]:
-    """The not-true distillation remedy's cells (only once its gate passed: docs/label_skew.md), seed by seed; the
-    runs it is judged against that are committed are skipped."""
-    cfgs = C.label_skew_ntd_configs("small", "fashionmnist", 100)
-    return [(f"label skew ntd: {label} (seed {s})", cfg.replace(seed=s)) for s in (0, 1, 2)
-            for label, cfg in cfgs.items()]
+    """Not-true distillation's cells (only once its gate passed: docs/label_skew.md), seed by seed; the runs it is
+    judged against that are committed are skipped."""
+    return _cells(C.NTD)
+
+
+def label_skew_vls() -> list[tuple[str, Config]]:
+    """The vacant-class distillation's cells (only once its gate passed)."""
+    return _cells(C.VLS)
 
 
 def label_skew_long() -> list[tuple[str, Config]]:
@@ -165,7 +183,8 @@ QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid"
           "feddure_200": feddure_200, "label_skew_long": label_skew_long,
           "label_skew_diagnosis": label_skew_diagnosis, "label_skew_fix": label_skew_fix, "cbafed_own": cbafed_own,
           "label_skew_fedrs": label_skew_fedrs, "label_skew_ntd_gate": label_skew_ntd_gate,
-          "label_skew_ntd": label_skew_ntd, "cbafed_code": cbafed_code}
+          "label_skew_ntd": label_skew_ntd, "label_skew_vls_gate": label_skew_vls_gate, "label_skew_vls": label_skew_vls,
+          "cbafed_code": cbafed_code}
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:

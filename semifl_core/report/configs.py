@@ -413,29 +413,31 @@ def label_skew_fedrs_configs(p, ds, n, rounds=None) -> dict:
 
 # The third remedy, fixed before any code or run of it (docs/label_skew.md, "Not-true distillation"): FedNTD's not-true
 # distillation (beta 1, tau 1, its released code's values) in SemiFL's client loss, with SemiFL's fixed rule. First the
-# gate, on the mechanism: the instrumented Non-IID K=2 runs at the small profile, seeds 0-2 (NTD_GATE); then, only if
-# it passes, the cells: K=2, Dir(0.1) and IID, judged against Partially Supervised and SemiFL's fixed rule.
-NTD_BETA, NTD_TAU = 1.0, 1.0
+# gate, on the mechanism: the instrumented Non-IID K=2 runs at the small profile, seeds 0-2 (REMEDY_GATE); then, only if
+# it passes, the cells: K=2, Dir(0.1) and IID, judged against Partially Supervised and SemiFL's fixed rule. If it
+# fails, the same gate for FedVLS's vacant-class distillation (lambda 0.1, its paper's value for CIFAR-10 and MNIST).
+NTD_BETA, NTD_TAU, VLS_LAMBDA = 1.0, 1.0, 0.1
 NTD = f"not-true distillation, beta {NTD_BETA:g}"
+VLS = f"vacant-class distillation, lambda {VLS_LAMBDA:g}"
+REMEDIES = {NTD: dict(ntd_beta=NTD_BETA, ntd_tau=NTD_TAU), VLS: dict(vls_lambda=VLS_LAMBDA)}
 # The gate (n=3 means of the per-run means over evaluated rounds): one client update lowers the test accuracy of the
 # classes the client does not hold by less than 10 points, and raises those it holds by at least 3.
-NTD_GATE = {"skew_dacc_unheld": -10.0, "skew_dacc_held": 3.0}
-NTD_PARTITIONS = (SKEW_PARTITION, "dir-0.1", "iid")
+REMEDY_GATE = {"skew_dacc_unheld": -10.0, "skew_dacc_held": 3.0}
+REMEDY_PARTITIONS = (SKEW_PARTITION, "dir-0.1", "iid")
 
 
-def label_skew_ntd_gate_configs(p, ds, n, rounds=None) -> dict:
-    """{'row | SemiFL | Non-IID K=2 (instrumented)': Config}: the gate's runs."""
-    return {f"{NTD} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)": make(
-        p, ds, n, rounds, partition=SKEW_PARTITION, ntd_beta=NTD_BETA, ntd_tau=NTD_TAU, diagnostics=True)}
+def label_skew_gate_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
+    """{'remedy | SemiFL | Non-IID K=2 (instrumented)': Config}: the gate's runs of one remedy (a REMEDIES key)."""
+    return {f"{remedy} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)": make(
+        p, ds, n, rounds, partition=SKEW_PARTITION, diagnostics=True, **REMEDIES[remedy])}
 
 
-def label_skew_ntd_configs(p, ds, n, rounds=None) -> dict:
-    """{'row | SemiFL | partition': Config}: SemiFL with and without not-true distillation (the fixed rule both) at
-    each partition, and Partially Supervised."""
+def label_skew_remedy_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
+    """{'row | SemiFL | partition': Config}: SemiFL with and without the remedy (the fixed rule both) at each
+    partition, and Partially Supervised."""
     from ..methods.pseudo_labels import FIXED
     out = {f"{row} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part, **over)
-           for part in NTD_PARTITIONS
-           for row, over in ((NTD, dict(ntd_beta=NTD_BETA, ntd_tau=NTD_TAU)), (FIXED, {}))}
+           for part in REMEDY_PARTITIONS for row, over in ((remedy, REMEDIES[remedy]), (FIXED, {}))}
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
