@@ -5,7 +5,7 @@
 
 torch and pandas are imported only by the commands that use them, so `semifl --help` and `semifl profiles` answer
 at once. Every error is one line on stderr, `semifl: <what is wrong and what is allowed>`: exit code 2 for bad
-input or a damaged results store, 1 when training fails, 130 when interrupted.
+input or a damaged results store, 1 when training fails or the results directory's disk fills, 130 when interrupted.
 """
 from __future__ import annotations
 
@@ -131,9 +131,11 @@ def _exit_code(err: Exception) -> int | None:
     if isinstance(err, OSError):   # disk full, permission denied: the message names the file
         return 1
     from .data import DataError       # imported only now: these modules load torch
-    from .results import ResultsError
+    from .results import DiskError, ResultsError
     from .run import TrainingError
-    return 2 if isinstance(err, (DataError, ResultsError)) else 1 if isinstance(err, TrainingError) else None
+    if isinstance(err, (TrainingError, DiskError)):   # DiskError: a full (or read-only) disk while a run trains
+        return 1
+    return 2 if isinstance(err, (DataError, ResultsError)) else None
 
 
 def _command(args) -> int:

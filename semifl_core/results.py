@@ -11,11 +11,13 @@ A run directory holds
                    whose key is not the one in the directory's name makes the run corrupt, whatever its state.
   .lock            held (flock) by the one process that works on the run; the OS drops it when that process ends
 Every write goes to a temporary file, is fsync'ed, then renamed over the old one, so a crash while
-writing leaves the previous good file in place. A checkpoint is a zip archive (torch.save) with a CRC-32 per
-member: a truncated, overwritten or bit-flipped one is found without unpickling it.
+writing (or a full disk) leaves the previous good file in place; a failed write removes its temporary file. A
+checkpoint is a zip archive (torch.save) with a CRC-32 per member: a truncated, overwritten or bit-flipped one is
+found without unpickling it.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import io
@@ -43,6 +45,46 @@ class ResultsError(RuntimeError):
     """A run directory that cannot be used as asked (corrupt, or made by another config)."""
 
 
+class DiskError(ResultsError):
+    """The results directory's file system is full or refuses writes while a run trains (disk_error): one line."""
+
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)
+DISK_ERRNOS = (*DISK_FULL, errno.EROFS, errno.EACCES, errno.EPERM)   # what disk_error turns into one line
+
+
+def disk_error(err: OSError, need: int, kept: str = "") -> DiskError:
+    """err (errno in DISK_ERRNOS) as one line: the file it could not write; for a full disk, about the space a run
+    needs (`need` bytes, run.disk_need); `kept`: what is on disk now (the last checkpoint)."""
+    from .config import _size
+    full = err.errno in DISK_FULL
+    why = f"no space left on device (a run of this config needs about {_size(need)} free there)" if full \
+        else (err.strerror or str(err))
+    todo = "free some space" if full else "make it writable"
+    return DiskError(f"cannot write {err.filename or 'the results directory'}: {why}{'; ' + kept if kept else ''}; "
+                     f"{todo} (or choose another --results-dir) and run the same command again")
+
+
+def check_writable(results_dir) -> None:
+    """Before a run trains: its results directory (made if missing) must take a small file. Read-only or not ours
+    to write: ResultsError, one line. Full: the OSError (ENOSPC), naming the directory, for run.run to say as
+    disk_error. The probe file has no name where the OS allows (O_TMPFILE) and is gone once closed."""
+    root = Path(results_dir)
+    if root.exists() and not root.is_dir():
+        raise ResultsError(f"results_dir {str(root)!r} is a file, not a directory; choose another --results-dir")
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=root, prefix=".probe-", suffix=".tmp") as fh:
+            fh.write(bytes(4096))
+            fh.flush()   # into the file system, which refuses it when full
+    except OSError as err:
+        if err.errno in DISK_FULL:
+            raise OSError(err.errno, err.strerror, str(root)) from None
+        what = "is read-only" if err.errno == errno.EROFS else "is not writable"
+        raise ResultsError(f"results directory {root} {what} ({err.strerror or err}); choose another --results-dir") \
+            from None
+
+
 def run_dir(results_dir, cfg: Config) -> Path:
     """<algorithm>-<dataset>[-<partition>][-ns<N_S>]-seed<seed>-<key>: the parts the algorithm reads."""
     parts = [cfg.algorithm, cfg.dataset, cfg.partition if cfg.reads("partition") else None,
@@ -53,16 +95,19 @@ def run_dir(results_dir, cfg: Config) -> Path:
 def atomic_write(path: Path, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    tmp = None
     try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as err:
+        if tmp is not None and os.path.exists(tmp):   # a partial file, never left behind
             os.unlink(tmp)
+        if isinstance(err, OSError) and err.errno in DISK_ERRNOS:   # name the file meant, not the temporary one
+            raise OSError(err.errno, err.strerror, str(path)) from None
         raise
 
 
