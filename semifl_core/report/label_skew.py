@@ -14,7 +14,7 @@ import pandas as pd
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
 from .claims import claims as make_claims
-from .configs import FEDRS, label_of
+from .configs import FEDRS, NTD, REMEDY_GATE, VLS, label_of
 from .paper import IID, NON_IID_K2
 from .rule import above, at_least
 from .runs import curves
@@ -36,6 +36,7 @@ MEASURES = {
 }
 SEMIFL_CA, SEMIFL_FIXED, FL2_ROW = f"SemiFL, {CLIENT_ADAPTIVE}", f"SemiFL, {FIXED}", "(FL)²"
 PARTITION_NAMES = {IID: "IID", NON_IID_K2: "Non-IID, K=2"}
+REMEDY_PARTITION_NAMES = {NON_IID_K2: "Non-IID, K=2", "dir-0.1": "Dir(0.1)", IID: "IID"}
 
 
 def with_rows(df: pd.DataFrame) -> pd.DataFrame:
@@ -84,13 +85,13 @@ def mechanism_curves(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def _judged_table(df: pd.DataFrame, fix: tuple[str, str], rival: tuple[str, str],
-                  vs: tuple[str, str]) -> pd.DataFrame:
+                  vs: tuple[str, str], partitions: dict = PARTITION_NAMES) -> pd.DataFrame:
     """Per partition, the final-round accuracy of Partially Supervised, of the rival and of the fix (each a (row as
     the run labels name it, column name) pair; their runs are 'row | SemiFL | partition'), and the fix's verdicts
     against both (columns '<vs[0]> vs Partially Supervised' and '<vs[0]> vs <vs[1]>')."""
     psl = seed_values(df, label=label_of(PARTIALLY_SUPERVISED))
     rows = []
-    for part, name in PARTITION_NAMES.items():
+    for part, name in partitions.items():
         f, r = (seed_values(df, label=f"{row} | {label_of(SEMIFL)} | {part}") for row, _ in (fix, rival))
         rows.append({"partition": name, "Partially Supervised": mean_std(psl), rival[1]: mean_std(r),
                      fix[1]: mean_std(f), f"{vs[0]} vs Partially Supervised": above(f, psl),
@@ -112,6 +113,33 @@ def fedrs_table(df: pd.DataFrame) -> pd.DataFrame:
     return _judged_table(df, (FEDRS, "SemiFL + FedRS"), (FIXED, "SemiFL (fixed rule)"), ("FedRS", "SemiFL"))
 
 
+def remedy_table(df: pd.DataFrame, remedy: str) -> pd.DataFrame:
+    """A distillation remedy's cells (df: run_all over configs.label_skew_remedy_configs): final-round accuracy of
+    SemiFL with it, SemiFL without (the fixed rule both) and Partially Supervised at K=2, Dir(0.1) and IID, with the
+    remedy's verdicts against both."""
+    return _judged_table(df, (remedy, f"SemiFL + {remedy}"), (FIXED, "SemiFL (fixed rule)"), ("remedy", "SemiFL"),
+                         REMEDY_PARTITION_NAMES)
+
+
+# the gate's rows: the instrumented runs of the fixed rule with plain softmax, FedRS and the two distillations
+GATE_ROWS = {SEMIFL_FIXED: "fixed rule, plain softmax", FEDRS: "FedRS, alpha 0.5", NTD: NTD, VLS: VLS}
+
+
+def gate_table(mech: pd.DataFrame) -> pd.DataFrame:
+    """The remedies' gate (configs.REMEDY_GATE, fixed before their runs): per instrumented row, one client update's
+    test-accuracy change on the classes it holds and on those it does not (mean (std) n of the runs' means over their
+    rounds), and, for the two distillations, whether the n=seeds means pass the gate ('not run' without runs)."""
+    means, rows = run_means(mech), []
+    for row, name in GATE_ROWS.items():
+        held, unheld = _values(means, row, "skew_dacc_held"), _values(means, row, "skew_dacc_unheld")
+        gate = "" if row not in (NTD, VLS) else "not run" if not len(held) else (
+            "passes" if unheld.mean() > REMEDY_GATE["skew_dacc_unheld"] and held.mean() >= REMEDY_GATE["skew_dacc_held"]
+            else "fails")
+        rows.append({"instrumented runs (Non-IID K=2)": name, "classes held, points": mean_std(held),
+                     "classes not held, points": mean_std(unheld), "gate": gate})
+    return pd.DataFrame(rows).set_index("instrumented runs (Non-IID K=2)")
+
+
 def _judged_claims(table: pd.DataFrame, beats_psl: str, beats_rival: str) -> list:
     """Two claims per partition of a _judged_table: the fix beats Partially Supervised, and beats its rival."""
     psl, rival, fix, vs_psl, vs_rival = table.columns
@@ -125,7 +153,8 @@ def _values(means, row, col, scale=1.0) -> np.ndarray:
     return (m[col].to_numpy(float) * scale) if col in m else np.array([])
 
 
-def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = None) -> pd.DataFrame:
+def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = None,
+           remedies: dict | None = None) -> pd.DataFrame:
     """The study's claims: the mechanism (from the instrumented runs, FedRS's among them), the fix (from the plain
     runs) and, with `fedrs` (fedrs_table), the second fix, each with its verdict by the package's rule and its
     evidence."""
@@ -159,4 +188,12 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = N
     if fedrs is not None:
         items += _judged_claims(fedrs, "SemiFL + FedRS (the second fix) beats Partially Supervised",
                                 "SemiFL + FedRS beats SemiFL (fixed rule, plain softmax)")
+    for remedy, table in (remedies or {}).items():   # the distillations: their mechanism, then their cells (if run)
+        drop = -v(remedy, "skew_dacc_unheld")
+        if len(drop):
+            items.append((f"SemiFL + {remedy}: a client's update lowers the classes it does not hold less than the "
+                          "fixed rule's with plain softmax", above(fx_drop, drop), f"drop, points {ev(drop, fx_drop)}"))
+        if table is not None:
+            items += _judged_claims(table, f"SemiFL + {remedy} beats Partially Supervised",
+                                    f"SemiFL + {remedy} beats SemiFL (fixed rule)")
     return make_claims(items)
