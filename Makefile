@@ -15,8 +15,11 @@
 # none): the venv's python if there is one, else python3. `make bench-gpu ARGS=--smoke`: tiny sizes on a CPU, seconds.
 # `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each),
 # then regenerate README.md's generated parts and docs/results.md from them (python -m semifl_core.report.readme).
-# `make check-notebooks`: each committed notebook converted to HTML and screenshotted by headless Chromium (1400 px
-# wide) into build/notebook-screenshots/; fails on an error output, a stderr band, an NBVAL marker or a NaN in a table.
+# `make check-notebooks`: each committed notebook saved as JupyterLab saves it (else it fails), converted to HTML and
+# screenshotted by headless Chromium (1400 px wide) into build/notebook-screenshots/; fails on an error output, a
+# stderr band, an NBVAL marker, a NaN in a table, a table wider than JupyterLab's ~890 px output area, figure text
+# under 13 px where it is shown (notebook or README), a pointer to a README or docs section that does not exist, or
+# an internal word.
 # `make notebooks`: re-execute every notebook in place, training the runs it needs that are missing (hours on a
 # CPU; resumable: stop it and start again, finished runs are kept). Commit results/ text and the notebooks after.
 VENV ?= .venv
@@ -52,12 +55,15 @@ test-distributed: $(VENV)/.installed
 
 render: $(VENV)/.installed
 	for nb in $(NOTEBOOKS); do SEMIFL_NO_TRAIN=1 $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
+	$(PY) -m semifl_core.report.notebook_files $(NOTEBOOKS:%=notebooks/%.ipynb)
 	$(PY) -m semifl_core.report.readme
 
 notebooks: $(VENV)/.installed
 	for nb in $(NOTEBOOKS); do $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
+	$(PY) -m semifl_core.report.notebook_files $(NOTEBOOKS:%=notebooks/%.ipynb)
 
 check-notebooks: $(VENV)/.installed
+	$(PY) -m semifl_core.report.notebook_files --check $(NOTEBOOKS:%=notebooks/%.ipynb)
 	$(PY) tests/browser_check.py
 
 bench-gpu:

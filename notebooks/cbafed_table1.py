@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -65,9 +65,10 @@ print(report.runs_summary(df))
 # %% [markdown]
 # ## The table: ours beside CBAFed's published numbers
 #
-# *ours, final*: the last round's test accuracy. *ours, best federated round*: the best test accuracy over the federated rounds only; in the warm-up only the labeled client trains, identically for every row, so a best taken over all rounds would report the warm-up for a row that never climbs above it. Both mean (population std) n=seeds.
+# *ours, final*: the last round's test accuracy. *ours, best federated round*: the best test accuracy over the federated rounds only; in the warm-up only the labeled client trains, identically for every row, so a best taken over all rounds would report the warm-up for a row that never climbs above it. Both mean (population std) n=seeds. The line above the table says what ran (the same for every row); *CBAFed paper (theirs)* is their published number for the row.
 
 # %% tags=["nbval-check-output"]
+print(report.tables.cbafed_setting(df, cfgs))
 report.cbafed_table(df, cfgs)
 
 # %% [markdown]
@@ -90,17 +91,17 @@ df_own = report.run_all(cfgs_own, seed_list, results_dir, device)
 print(report.runs_summary(df_own))
 
 # %% tags=["nbval-check-output"]
+print(report.tables.cbafed_setting(df_own, cfgs_own))
 report.cbafed_table(df_own, cfgs_own)
 
 # %% [markdown]
 # ## Learning curves, and CBAFed's pseudo-labels
 #
-# Left: test accuracy per round, mean over seeds and a band of one standard deviation; up to the dotted line (the warm-up) only the labeled client trains, for every row. Right, CBAFed only: the share of the unlabeled clients' images that enter training (label ratio) and the accuracy of their pseudo-labels, per federated round.
+# Top: test accuracy per round, mean over seeds and a band of one standard deviation; up to the dotted line (the warm-up) only the labeled client trains, for every row. Bottom, CBAFed only: the share of the unlabeled clients' images that enter training (label ratio) and the accuracy of their pseudo-labels, per federated round.
 
 # %%
 fig = report.cbafed_figure(df, c.cbafed_warmup, f"{report.paper.DATASET_NAMES.get(ds, ds)}, profile {profile}: test accuracy per round")
-print(report.save_figure(fig, figures_dir, f"cbafed_table1_{ds}"))
-plt.show()
+report.save_figure(fig, figures_dir, f"cbafed_table1_{ds}")
 
 # %% [markdown]
 # ## Why the lower bound ends above the upper bound, and why FedAvg + FixMatch falls
@@ -122,7 +123,7 @@ else:
 # %% [markdown]
 # **What the probe shows** (small profile, Fashion-MNIST, seeds 0-1, rounds 21-25; the tables above):
 #
-# - **The upper bound below the lower bound.** Each unlabeled client trains one epoch on its own Dirichlet(0.8) share with its true labels and ends at 65-69 % on the balanced test set: it is skewed. The server averages the labeled client's model (weight 0.1: 6,000 of 60,000 images) with nine such models (0.9). Compared with the same clean BN statistics, the average is below the labeled client's own model in every probed round, by 0.7-1.3 points (e.g. round 23: 82.2 (0.1) against 83.5 (0.3)). The lower bound's global model *is* the labeled client's model, which starts the next round from itself; the upper bound's labeled client starts every round from the lower average. Twenty such rounds end 2.2 points apart (83.2 against 85.4, n=3). The labels the nine clients add do not make up for their skew within 20 rounds of one local epoch. CBAFed's own upper bound (90.14) is far above its lower bound (74.87), and there the labeled client alone is much weaker: their labeled client is one Dirichlet(0.8) share, as skewed as any client (the section on their code's setting runs that).
+# - **The upper bound below the lower bound.** Each unlabeled client trains one epoch on its own Dirichlet(0.8) share with its true labels and ends at 65-69 % on the balanced test set: it is skewed. The server averages the labeled client's model (weight 0.1: 6,000 of 60,000 images) with nine such models (0.9). Compared with the same clean BN statistics, the average is below the labeled client's own model in every probed round, by 0.7-1.3 points (e.g. round 23: 82.2 (0.1) against 83.5 (0.3)). The lower bound's global model *is* the labeled client's model, which starts the next round from itself; the upper bound's labeled client starts every round from the lower average. Twenty such rounds end 2.2 points apart (83.2 against 85.4, n=3). The labels the nine clients add do not make up for their skew within 20 rounds of one local epoch. CBAFed's own upper bound (90.14) is far above its lower bound (their labeled client alone: 78.26 with the residual connection, as their FedAvg+ row and ours run it; 74.87 without), and there the labeled client alone is much weaker: their labeled client is one Dirichlet(0.8) share, as skewed as any client (the section on their code's setting runs that).
 # - **FedAvg + FixMatch.** In the first federated round each unlabeled client trains one FixMatch epoch from the warm-up's model (74 %). 46 % of its images pass tau_h = 0.95, but only 69 % of those pseudo-labels are right. The clients' models end at 32 % and their average at 42 %. From round 23 on, 75 % of the images pass and 31 % of their labels are right: FixMatch takes its labels from the model it trains, so confidently wrong labels feed themselves. The labeled client's own model stays at 83-85 % (clean BN) in every round. The global model falls because nine collapsed models carry 90 % of the average's weight. The BN statistics are not the cause: recomputed on clean images they move the average by 4 points in the first round and by less than 2 after.
 # - In passing: every labeled client's model gains 1-5 points when its BN statistics are recomputed on clean images (it trains on augmented views). This holds for every row alike, so it explains neither result.
 #

@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -62,14 +62,14 @@ print(report.runs_summary(df))
 # %%
 long = report.stage_curves(df).assign(N_S=lambda d: 'N_S=' + d.num_supervised.astype(str))
 fig = report.lineplot_grid(long, 'acc', hue='stage', col='N_S', ylabel='test accuracy (%)', title=f'Accuracy at each stage of a round (profile {profile})')
-print(report.save_figure(fig, figures_dir, f'diagnosis_stages_{pairs[0][0]}'))
-plt.show()
+report.save_figure(fig, figures_dir, f'diagnosis_stages_{pairs[0][0]}')
 
 # %% [markdown]
-# The change of test accuracy across each stage, averaged over the rounds of each half of training and over seeds (points); the fine-tune's loss, the label ratio (fraction), and the accuracy of the fix set's and the mix set's pseudo-labels (%).
+# The change of test accuracy across each stage, averaged over the rounds of each half of training and over seeds (points); then, over the same rounds, the fine-tune's loss at its first and last step, the label ratio (fraction), and the accuracy of the fix set's (threshold accuracy) and the mix set's pseudo-labels (%).
 
 # %% tags=["nbval-check-output"]
-report.stage_table(df)
+display(report.stage_table(df, 'accuracy'))
+report.stage_table(df, 'pseudo-labels')
 
 # %% [markdown]
 # ## Which classes the fix set holds
@@ -106,8 +106,7 @@ report.split_table(splits)
 
 # %%
 fig, blank = report.augmentation_grid(data)
-print(report.save_figure(fig, figures_dir, f'augmentation_{pairs[0][0]}'))
-plt.show()
+report.save_figure(fig, figures_dir, f'augmentation_{pairs[0][0]}')
 print({k: f'{v:.1f}% blank' for k, v in blank.items()})
 
 

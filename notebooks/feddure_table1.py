@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -84,8 +84,7 @@ long = report.curves(df, keep=("row", "setting", "seed"))
 long = long.dropna(subset=["test_acc"])
 fig = report.lineplot_grid(long, "test_acc", hue="row", col="setting", ylabel="test accuracy (%)", wrap=3,
                            title=f"FedDure's Table 1 settings: test accuracy per round (profile {profile})")
-print(report.save_figure(fig, figures_dir, f"feddure_table1_{ds}"))
-plt.show()
+report.save_figure(fig, figures_dir, f"feddure_table1_{ds}")
 
 # %% [markdown]
 # ## Wall time per run (training, minutes, 2-core CPU)

@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -70,8 +70,7 @@ order = [*configs.few_label_rows(), 'Partially Supervised', 'Fully Supervised']
 fig = report.lineplot_grid(cur[cur.metric == 'test accuracy (%)'], 'value', hue='rule', col='N_S', hue_order=order,
                            refs=('Fully Supervised',), ylabel='test accuracy (%)', height=3.6,
                            title=f'Few labels: test accuracy per round ({report.paper.DATASET_NAMES.get(ds, ds)}, profile {profile})')
-print(report.save_figure(fig, figures_dir, f'few_labels_{ds}'))
-plt.show()
+report.save_figure(fig, figures_dir, f'few_labels_{ds}')
 
 # %% [markdown]
 # ## The rules side by side
@@ -92,8 +91,7 @@ fig = report.lineplot_grid(pseudo, 'value', hue='rule', col='N_S', row='metric',
                            ylabel={m: m for m in report.figures.FEW_LABEL_METRICS.values()},
                            bounds=report.FEW_LABEL_BOUNDS, height=2.8,
                            title='What each rule puts in the fix set, per round')
-print(report.save_figure(fig, figures_dir, f'few_labels_fixset_{ds}'))
-plt.show()
+report.save_figure(fig, figures_dir, f'few_labels_fixset_{ds}')
 
 # %% [markdown]
 # ## The authors' three details (N_S=40)

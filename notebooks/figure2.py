@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -62,8 +62,7 @@ for ds, n in pairs:
     d = cb[(cb.dataset == ds) & (cb.num_supervised == n)]
     fig = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)',
                                refs=('Fully Supervised',), title=f'Figure 2 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
-    print(report.save_figure(fig, figures_dir, 'figure2' if len(pairs) == 1 else f'figure2_{ds}_{n}'))
-    plt.show()
+    report.save_figure(fig, figures_dir, 'figure2' if len(pairs) == 1 else f'figure2_{ds}_{n}')
 
 # %% [markdown]
 # ## Best-round accuracy

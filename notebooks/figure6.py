@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Figure 6: quality of pseudo-labeling for the Table 2 variants
 #
-# How good are the pseudo-labels the clients train on? The paper's Figure 6 draws, per round, Pseudo Accuracy (the accuracy of all pseudo-labels, %), Threshold Accuracy (the accuracy of those above the confidence threshold, %) and Label Ratio (the fraction of client images above the threshold, 0-1) for the four Table 2 variants. This notebook draws the same three measures for Table 2's runs (reused), under Non-IID K=2 and IID; mean over seeds and a band of one standard deviation.
+# How good are the pseudo-labels the clients train on? The paper's Figure 6 draws, per round, Pseudo Accuracy (the accuracy of all pseudo-labels, %), Threshold Accuracy (the accuracy of those above the confidence threshold, %) and Label Ratio (the fraction of client images above the threshold, 0-1) for the four Table 2 variants. This notebook draws the same three measures for Table 2's runs (reused), under Non-IID K=2 (left) and IID (right), one measure a row; mean over seeds and a band of one standard deviation.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -57,11 +57,10 @@ print(report.runs_summary(df))
 long = report.pseudo_label_curves(df)
 for ds, n in pairs:
     d = long[(long.dataset == ds) & (long.num_supervised == n)]
-    fig = report.lineplot_grid(d, 'value', hue='method', col='metric', row='partition', ylabel=report.PSEUDO_UNITS,
+    fig = report.lineplot_grid(d, 'value', hue='method', col='partition', row='metric', ylabel=report.PSEUDO_UNITS,
                                bounds=report.PSEUDO_BOUNDS, height=3.2,
                                title=f'Figure 6 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
-    print(report.save_figure(fig, figures_dir, f'figure6_{ds}_{n}'))
-    plt.show()
+    report.save_figure(fig, figures_dir, f'figure6_{ds}_{n}')
 
 
 # %% [markdown]

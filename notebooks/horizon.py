@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -54,13 +54,12 @@ print(report.runs_summary(df))
 # %% [markdown]
 # ## The gap closed, per training length
 #
-# Left: the share of the Partially -> Fully Supervised gap that SemiFL closes (%), every seed a point, at the final round and over the last 10 % of rounds, against R (log scale); the dashed line is the paper's 87 %. Middle and right: SemiFL's label ratio (the fraction of client images above the threshold) and the accuracy of those pseudo-labels (%), per round, one colour per R (x = round / R); mean over seeds and a band of one standard deviation (none where a length has one seed).
+# Top: the share of the Partially -> Fully Supervised gap that SemiFL closes (%), every seed a point, at the final round and over the last 10 % of rounds, against R (log scale); the dashed line is the paper's 87 %. Bottom left and right: SemiFL's label ratio (the fraction of client images above the threshold) and the accuracy of those pseudo-labels (%), per round, one colour per R (x = round / R); mean over seeds and a band of one standard deviation (none where a length has one seed).
 
 # %%
 points = report.horizon_points(df)
 fig = report.horizon_figure(points, df)
-print(report.save_figure(fig, figures_dir, f'horizon_{ds}'))
-plt.show()
+report.save_figure(fig, figures_dir, f'horizon_{ds}')
 
 # %% [markdown]
 # ## SemiFL against Partially Supervised, per training length
@@ -81,7 +80,7 @@ points.round(1)
 # %% [markdown]
 # ## Table 1 at the `long` profile (300 rounds)
 #
-# Table 1's runs at the `long` profile (`small` with R=300, evaluated every 10 rounds; the same runs as `papermill notebooks/table1.ipynb out.ipynb -p profile long`): SemiFL and FedAvg + FixMatch under every partition, centralized FixMatch, Partially Supervised (SemiFL's server budget over the 300 rounds) and Fully Supervised; the supervised FedAvg (HeteroFL) rows are not part of `long` (no claim reads them) and stay *not run*. Under IID its SemiFL and Partially Supervised runs are the R=300 runs above; the other partitions answer the Non-IID half of the question: does SemiFL's lead at R=300 survive label skew? Table 1 shows the best round, as the paper reports; the gap table the final and the best round; the claims below the final round, as for every R above. Partitions not yet trained say *not run*.
+# Table 1's runs at the `long` profile (`small` with R=300, evaluated every 10 rounds; the same runs as `papermill notebooks/table1.ipynb out.ipynb -p profile long`): SemiFL and FedAvg + FixMatch under every partition, centralized FixMatch, Partially Supervised (SemiFL's server budget over the 300 rounds) and Fully Supervised. The supervised FedAvg (HeteroFL) rows are left out of the table: `long` does not train them, since no claim reads them (they are Table 1's supervised reference, trained at `small`). Under IID its SemiFL and Partially Supervised runs are the R=300 runs above; the other partitions answer the Non-IID half of the question: does SemiFL's lead at R=300 survive label skew? Table 1 shows the best round, as the paper reports (its column says so); the gap table the final and the best round; the claims below the final round, as for every R above. A run not trained yet says *not run*.
 
 # %%
 long_profile = report.configs.longer_profile(profile)
@@ -90,14 +89,16 @@ print(report.runs_summary(long_df))
 
 # %% tags=["nbval-check-output"]
 rounds_long = report.make(long_profile, ds, n).rounds
-display(report.table1(long_df, ds, n).rename(columns=lambda c: c.replace('this run (', f'this run, {rounds_long} rounds (')))
+long_table1 = report.table1(long_df, ds, n)
+display(long_table1[long_table1.method != report.tables.HETEROFL_ROW].reset_index(drop=True)
+        .rename(columns=lambda c: c.replace('this run (', f'this run, {rounds_long} rounds, best round (')))
 report.gap_table(long_df, ds, n)
 
 
 # %% [markdown]
 # ### The few-label winners at `long`
 #
-# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (campaign `label_skew_long`, about 110 CPU minutes a client-adaptive run and 2.5 hours an (FL)² run here, trained across sessions). A row without committed runs says *not run*; one seed gives no verdict.
+# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (trained by `python -m semifl_core.campaign label_skew_long`: about 110 CPU minutes a client-adaptive run and 2.5 hours an (FL)² run here, trained across sessions). A row without committed runs says *not run*; one seed gives no verdict.
 #
 
 # %%

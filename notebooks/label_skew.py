@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -24,7 +24,7 @@
 #
 # Setting: the `small` profile (Fashion-MNIST, N_S=100, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), seeds 0-2. **Fixed before the runs** (docs/label_skew.md): the measures, each run summarised by its mean over its rounds; the fix, its runs (IID and Non-IID K=2) and its judges (Partially Supervised, and the client-adaptive rule at the same partition; final-round test accuracy). The fix was chosen after the first instrumented run showed the mechanism, before any run of it. Verdicts by the package's rule: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise. No paper reports these measurements: every number here is ours.
 #
-# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*. The runs' campaigns: `python -m semifl_core.campaign label_skew_diagnosis label_skew_fix label_skew_fedrs`.
+# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*. To train its runs: `python -m semifl_core.campaign label_skew_diagnosis label_skew_fix label_skew_fedrs`.
 
 # %% [markdown]
 # ## Parameters and runs
@@ -69,8 +69,7 @@ outcome = pd.concat(panels, ignore_index=True) if len(keep) else keep.assign(pan
 fig = report.lineplot_grid(outcome, 'test_acc', hue='row', col='panel', ylabel='test accuracy (%)', height=3.4,
                            hue_order=['global-adaptive', 'client-adaptive', psl],
                            title='The fix (global-adaptive) against the client-adaptive rule and Partially Supervised')
-print(report.save_figure(fig, figures_dir, f'label_skew_outcome_{ds}'))
-plt.show()
+report.save_figure(fig, figures_dir, f'label_skew_outcome_{ds}')
 
 # %% tags=["nbval-check-output"]
 skew.fix_table(fix)
@@ -78,15 +77,14 @@ skew.fix_table(fix)
 # %% [markdown]
 # ## The mechanism: what each rule does with the classes a client does not hold
 #
-# Per round, averaged over the round's active clients (mean over seeds, band one std). Top row: the classes a client holds; bottom row: the classes it does not hold. Left, the threshold the rule gives those classes; middle, the share of the pseudo-labels in those classes that pass it (in the bottom row every one of them is wrong); right, how a client's local update moves the start model's test accuracy on those classes (points). FedRS (dashed) keeps the fixed rule's threshold, so in the left panels its line lies on the fixed rule's; (FL)² uses the client-adaptive rule, and its thresholds lie on that rule's.
+# Per round, averaged over the round's active clients (mean over seeds, band one std). Left column: the classes a client holds; right column: the classes it does not hold. Top, the threshold the rule gives those classes; middle, the share of the pseudo-labels in those classes that pass it (in the right column every one of them is wrong); bottom, how a client's local update moves the start model's test accuracy on those classes (points). FedRS (dashed) keeps the fixed rule's threshold, so in the top panels its line lies on the fixed rule's; (FL)² uses the client-adaptive rule, and its thresholds lie on that rule's.
 
 # %%
 cur = skew.mechanism_curves(mech)
-fig = report.lineplot_grid(cur, 'value', hue='row', col='measure', row='classes', bounds=skew.MECHANISM_BOUNDS,
+fig = report.lineplot_grid(cur, 'value', hue='row', col='classes', row='measure', bounds=skew.MECHANISM_BOUNDS,
                            ylabel={m: m for m, _, _ in skew.MECHANISM_PANELS}, height=2.8, dashed=[skew.FEDRS],
-                           title='Non-IID K=2: classes a client holds (top) and does not hold (bottom)')
-print(report.save_figure(fig, figures_dir, f'label_skew_mechanism_{ds}'))
-plt.show()
+                           title='Non-IID K=2: classes a client holds (left) and does not hold (right)')
+report.save_figure(fig, figures_dir, f'label_skew_mechanism_{ds}')
 
 # %% [markdown]
 # Each instrumented run summarised by its mean over its rounds; mean (population std) and n over seeds.
@@ -97,7 +95,7 @@ skew.mechanism_table(mech)
 # %% [markdown]
 # ## The second fix: FedRS's restricted softmax
 #
-# Fixed in docs/label_skew.md before any code or run of it: alpha = 0.5 (one of the two values FedRS's paper reports, the stronger restriction, since a K=2 client misses eight of ten classes); SemiFL's fixed rule, so that the loss is the only change; `small`, IID and Non-IID K=2, seeds 0-2; judged against Partially Supervised and SemiFL with plain softmax at the same partition (final-round accuracy). Its instrumented K=2 runs are the *FedRS* column of the mechanism table above. The runs' campaign: `python -m semifl_core.campaign label_skew_fedrs`.
+# Fixed in docs/label_skew.md before any code or run of it: alpha = 0.5 (one of the two values FedRS's paper reports, the stronger restriction, since a K=2 client misses eight of ten classes); SemiFL's fixed rule, so that the loss is the only change; `small`, IID and Non-IID K=2, seeds 0-2; judged against Partially Supervised and SemiFL with plain softmax at the same partition (final-round accuracy). Its instrumented K=2 runs are the *FedRS* column of the mechanism table above. To train its runs: `python -m semifl_core.campaign label_skew_fedrs`.
 
 # %% tags=["nbval-check-output"]
 skew.fedrs_table(fedrs)

@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Figures 5, 7, 8: learning curves per partition
 #
-# How Table 1's accuracies are reached: test accuracy per round of Table 1's runs (reused), one panel per partition, mean over seeds and a band of one standard deviation. The centralized baselines are drawn in every panel: Partially Supervised as a curve (it trains for the rounds of the x axis), Fully Supervised as a reference line at its final accuracy (it trains for its own 10 epochs). The paper's Figures 5, 7 and 8 show the same for CIFAR-10, SVHN and CIFAR-100.
+# How Table 1's accuracies are reached: test accuracy per round of Table 1's runs (reused), one panel per partition, mean over seeds and a band of one standard deviation. In every panel SemiFL, FedAvg + FixMatch and supervised FedAvg (HeteroFL) of that partition, and the two centralized baselines, which have one run for every partition: Partially Supervised as a curve (it trains for the rounds of the x axis), Fully Supervised as a reference line at its final accuracy (it trains for its own 10 epochs). Centralized FixMatch (one model on the labels and every client image pooled) is drawn in the IID panel only, the partition its run is stored under. The paper's Figures 5, 7 and 8 show the same for CIFAR-10, SVHN and CIFAR-100.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -61,8 +61,7 @@ for ds, n in pairs:
     fig = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)',
                                refs=('Fully Supervised',), height=3.4, wrap=2,
                                title=f'Learning curves ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
-    print(report.save_figure(fig, figures_dir, f'learning_curves_{ds}_{n}'))
-    plt.show()
+    report.save_figure(fig, figures_dir, f'learning_curves_{ds}_{n}')
 
 
 # %% [markdown]

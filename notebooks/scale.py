@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -99,8 +99,7 @@ table.drop(columns=[c for c in table if c.startswith('_')])
 
 # %%
 fig = report.scale_figure(table, cfg)
-print(report.save_figure(fig, figures_dir, f'scale_{ds}'))
-plt.show()
+report.save_figure(fig, figures_dir, f'scale_{ds}')
 
 
 # %% [markdown]

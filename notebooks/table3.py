@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -72,7 +72,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# The paper's claim is one-sided: sBN statistics from the server only are *not worse than* from server and clients. 'A not worse than B' is *held* unless B is above A by the package's rule: *not held* when B's mean exceeds A's by more than the two seed spreads (population std over seeds) together, *held* otherwise, so a lower mean of A within the two spreads is held (not worse), not a loss. The evidence gives all - server and the two spreads together. One seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -47,7 +47,9 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 
 
 # %% [markdown]
-# ## Table 4: the `paper` profile beside the paper's values
+# ## Table 4: the `paper` profile's values, checked against the paper's
+#
+# One column per dataset of the paper, at both its N_S (a value that depends on N_S names the N_S of each: the server batch size). A cell is the `paper` profile's value, written as the paper writes it, where it equals the paper's Table 4 (or the text, for M, C, tau and a); where it does not, the cell reads *ours (paper: theirs)*.
 
 # %% tags=["nbval-check-output"]
 report.table4(report.grid('paper'))

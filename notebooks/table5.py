@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Table 5 and Figure 9: local epochs E, global momentum beta_g, mix loss
 #
-# The paper compares E=1 with its E=5; here the reduced E is the profile's E divided by 5. The row with the profile's E, beta_g=0.5 and the mix loss is SemiFL (Table 1's runs, reused). The learning curves are Figure 9.
+# The paper compares E=1 with its E=5; here the reduced E is the profile's E divided by 5 (the `small` profile's E is the paper's 5, so the table's one column *E* is both; a profile with another E shows the paper's and its own). The row with the profile's E, beta_g=0.5 and the mix loss is SemiFL (Table 1's runs, reused). The learning curves are Figure 9: test accuracy per round of the four rows, mean over seeds and a band of one standard deviation.
 #
 # The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
@@ -63,9 +63,9 @@ for ds, n in pairs:
 c = report.curves(df)
 for ds, n in pairs:
     d = c[(c.dataset == ds) & (c.num_supervised == n)]
-    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)', refs=('Fully Supervised',), title=f'Figure 9 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
-    print(report.save_figure(g, figures_dir, 'table5_curves' if len(pairs) == 1 else f'table5_curves_{ds}_{n}'))
-    plt.show()
+    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)',
+                             title=f'Figure 9 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
+    report.save_figure(g, figures_dir, 'table5_curves' if len(pairs) == 1 else f'table5_curves_{ds}_{n}')
 
 
 # %% [markdown]

@@ -49,8 +49,9 @@ def test_cbafed_tables_say_how_the_labeled_client_was_drawn(tmp_path):
     from semifl_core.partition import make_split
     bal, own = report.cbafed_configs("smoke", "synthetic"), report.cbafed_own_setting_configs("smoke", "synthetic")
     empty = pd.DataFrame(columns=["label", "seed", "final_acc", "path"])
-    assert report.cbafed_table(empty, bal)["ours: labeled client"].str.startswith("balanced").all()
-    assert report.cbafed_table(empty, own)["ours: labeled client"].str.contains("Dirichlet(0.8)", regex=False).all()
+    assert "a balanced labeled client" in report.tables.cbafed_setting(empty, bal)
+    assert "Dirichlet(0.8)" in report.tables.cbafed_setting(empty, own)
+    assert report.tables.CBAFED_PAPER in report.cbafed_table(empty, bal)   # the paper's column, beside ours
     cfg = next(iter(bal.values()))
     b, o = report.cbafed_labeled_clients(bal, [0, 1]), report.cbafed_labeled_clients(own, [0, 1])
     classes = b.columns[3:]

@@ -5,7 +5,7 @@ and the executed notebooks) reads them all, and so does label_skew (the label-sk
 `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (cbafed_claims, diagnosis_findings, feddure_claims, few_label_claims, horizon_claims, figure2_claims, figure6_claims,
-                     learning_curve_claims, takeaway,
+                     learning_curve_claims, takeaway, theorem1_claims,
                      scale_claims, table1_claims, table2_claims, table3_claims, table4_claims, table5_claims)
 from .configs import (authors_details_configs, cbafed_configs, cbafed_own_setting_configs, diagnosis_configs, diagnosis_ns, feddure_configs, feddure_length_configs,
                       feddure_length_runs, feddure_runs,
@@ -15,7 +15,7 @@ from .configs import (authors_details_configs, cbafed_configs, cbafed_own_settin
 from .figures import (PSEUDO_BOUNDS, PSEUDO_UNITS, FEW_LABEL_BOUNDS, augmentation_grid, cbafed_figure, few_label_curves, horizon_figure, lineplot_grid, pseudo_label_curves, save_figure, scale_figure,
                       stage_curves, with_baselines)
 from .paper import ABLATION_PARTITIONS
-from .rule import RULE, above, at_least, every
+from .rule import NOT_WORSE_RULE, RULE, above, at_least, every, not_worse
 from .runs import (COLUMNS, REPO, curves, describe, estimate_minutes, grid, make, minutes_per_round, notebook_setup,
                    plain_tables, repo_path, table_html, run_all, run_pairs,
                    runs_summary, seeds_of, shown, train_minutes)

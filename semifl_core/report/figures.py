@@ -1,6 +1,10 @@
-"""Figures: saving them (png and pdf), line plots over rounds, the curves the figures draw (pseudo-label quality,
-stages of a round, baselines copied into every panel), the scale study's figure and the augmentation grid."""
+"""Figures: their one style and width (THEME, MAX_WIDTH: new_figure starts every figure), saving them (a PNG that
+records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, the
+curves the figures draw (pseudo-label quality, stages of a round, baselines copied into every panel), the scale
+study's, the training-length study's and CBAFed's figures and the augmentation grid."""
 from __future__ import annotations
+
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -9,32 +13,80 @@ from ..config import STRONG_AUGS
 from . import paper
 from .configs import BASELINES, TABLE2_VARIANTS
 from .paper import IID, NON_IID_K2
-from .runs import curves, display_name, repo_path, shown
+from .runs import _kernel, curves, display_name, repo_path
 from .tables import GAP_FINAL, GAP_LATE, ROUND_STAGES, instrumented_curves, paper_gap_points
 
 
-def save_figure(fig, figures_dir, name: str) -> list[str]:
+DPI = 150          # the PNG's resolution
+MAX_WIDTH = 9.0    # inches: at DPI at most 1350 px, so that an 890 px column shrinks a figure to 0.66 at most
+# The one style of every figure: seaborn's whitegrid in its notebook context, its smallest text 11 pt. A MAX_WIDTH
+# figure shown 890 px wide (GitHub's README column; JupyterLab's output area in a 1400 px window) draws 11 pt text
+# 15 px high, above the 13-14 px of the page's own text. tests/browser_check.py measures every figure shown.
+THEME = dict(style="whitegrid", context="notebook",
+             rc={"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": 11,
+                 "ytick.labelsize": 11, "legend.fontsize": 11, "legend.title_fontsize": 11, "figure.titlesize": 13})
+# tests/browser_check.py reads these from the PNG: the figure's smallest font (points) and its dpi
+FONT_KEY, DPI_KEY = "semifl:font-min-pt", "semifl:dpi"
+
+
+def new_figure(height: float, width: float = MAX_WIDTH, **kw):
+    """A new matplotlib figure in THEME, at most MAX_WIDTH inches wide (constrained layout unless `layout` says
+    otherwise): every figure the notebooks show starts here (then fig.subplots or fig.subplot_mosaic)."""
+    import matplotlib.pyplot as plt
+    import seaborn as sns
+    if width > MAX_WIDTH:
+        raise ValueError(f"a figure {width:g} in wide: at most {MAX_WIDTH:g} in (it would be shrunk, its text "
+                         "with it)")
+    sns.set_theme(**THEME)
+    return plt.figure(figsize=(width, height), **{"layout": "constrained", **kw})
+
+
+def smallest_font(fig) -> float:
+    """The smallest font size (points) of the text a drawn figure shows (titles, labels, ticks, legends)."""
+    from matplotlib.text import Text
+    fig.canvas.draw()
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and (t.axes is None or t.axes.get_visible())]
+    return float(min(sizes)) if sizes else 0.0
+
+
+def save_figure(fig, figures_dir, name: str) -> None:
     """Save a matplotlib/seaborn figure as figures_dir/name.png and .pdf (figures_dir None: the repository's
-    figures/); returns the two paths."""
+    figures/), the PNG at DPI with its smallest font size and dpi in its metadata (FONT_KEY, DPI_KEY: what
+    tests/browser_check.py checks), and show that PNG in a notebook (the figure is closed: the notebook shows the
+    file the README embeds). No figure (nothing to draw): says so in one line."""
+    import io
+
+    import matplotlib.pyplot as plt
     if fig is None:
-        return [f"{name}: no figure (no runs to draw)"]
+        print(f"{name}: no figure (no runs to draw)")
+        return None
     d = repo_path("figures", figures_dir)
     d.mkdir(parents=True, exist_ok=True)
     fig = getattr(fig, "figure", fig)   # accepts a seaborn FacetGrid
-    paths = []
-    for ext in ("png", "pdf"):
-        p = d / f"{name}.{ext}"
-        # no creation date in the pdf: a re-render of unchanged results leaves the file byte-identical
-        fig.savefig(p, bbox_inches="tight", dpi=150 if ext == "png" else None,
-                    metadata={"CreationDate": None} if ext == "pdf" else None)
-        paths.append(shown(p))
-    return paths
+    font = smallest_font(fig)
+    png = io.BytesIO()
+    fig.savefig(png, format="png", bbox_inches="tight", dpi=DPI, metadata={FONT_KEY: f"{font:g}", DPI_KEY: f"{DPI}"})
+    (d / f"{name}.png").write_bytes(png.getvalue())
+    # no creation date in the pdf: a re-render of unchanged results leaves the file byte-identical
+    fig.savefig(d / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None})
+    plt.close(fig)
+    if _kernel() is not None:
+        from IPython.display import Image, display
+        display(Image(data=png.getvalue(), format="png"))
+    return None
+
+
+# tab10 in an order that keeps neighbours apart: red and brown (or red and pink) never both among the first seven
+TAB10_ORDER = [0, 1, 2, 3, 4, 7, 9, 8, 6, 5]
 
 
 def colors(n: int) -> list:
-    """n distinct colours (tab10, tab20 beyond ten series)."""
+    """n distinct colours (tab10 in TAB10_ORDER, tab20 beyond ten series)."""
     import matplotlib.pyplot as plt
-    cmap = plt.get_cmap("tab10" if n <= 10 else "tab20")
+    if n <= 10:
+        return [plt.get_cmap("tab10")(i) for i in TAB10_ORDER[:n]]
+    cmap = plt.get_cmap("tab20")
     return [cmap(i % cmap.N) for i in range(n)]
 
 
@@ -57,15 +109,14 @@ def reference_line(ax, g: pd.DataFrame, y: str, color, label: str, x: str = "rou
 
 def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: str = "round", ylabel=None,
                   title=None, height: float = 3.0, bounds=(0, 100), refs=(), hue_order=None, xlabel="round",
-                  wrap=None, dashed=()):
+                  wrap=2, dashed=()):
     """y over rounds, one panel per col (and row), one line per hue: the mean over seeds and a band of one std
     (clipped to `bounds`: a (low, high) pair, or a dict from a col or row value to its pair). Hue values in `refs`
     are drawn as reference lines (their final value); hue values in `dashed` as dashed lines, drawn last, so that a
     line lying on another (e.g. two rules with the same threshold) stays visible. Titles, legend (outside the panels,
     below them) and values use display names; ylabel is a string or a dict from a col or row value to its label; wrap
-    (no row): at most that many panels a line, so that a figure stays readable at a notebook's width. None when
-    nothing to draw."""
-    import matplotlib.pyplot as plt
+    (no row): at most that many panels a line (two: a figure MAX_WIDTH wide keeps its panels readable). Each panel
+    `height` inches high. None when nothing to draw."""
     from matplotlib.ticker import MaxNLocator
     d = data.dropna(subset=[y])
     if d.empty:
@@ -82,8 +133,11 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
     dash = {display_name(h) for h in dashed}
     drawn = sorted(hues, key=lambda h: h in dash)   # the dashed last, on top
     pick = lambda v, r, c: v.get(c, v.get(r)) if isinstance(v, dict) else v   # noqa: E731
-    fig, axes = plt.subplots(nrow, ncol, figsize=(4.4 * ncol, height * nrow + 0.9), squeeze=False,
-                             layout="constrained")
+    legend_rows = -(-len(hues) // (2 if max(map(len, map(str, hues)), default=0) > 28 else 3))
+    # a row's and a column's name in a title: on one line, or on two in every panel when one would be too long
+    two_lines = bool(row) and (ncol > 2 or any(len(f"{r} | {c}") > 36 for r, c in cells))
+    fig = new_figure(height * nrow + 0.9 + 0.25 * legend_rows)
+    axes = fig.subplots(nrow, ncol, squeeze=False)
     for ax in axes.flat[len(cells):]:
         ax.set_visible(False)
     for k, (r, c) in enumerate(cells):
@@ -96,15 +150,17 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
                 reference_line(ax, g, y, color[h], f"{h} (its final accuracy)", x)
             elif len(g):
                 mean_band(ax, g, x, y, color[h], h, (lo, hi), **({"ls": "--"} if h in dash else {}))
-        ax.set_title(c if r is None else f"{r} | {c}", fontsize=10)
+        ax.set_title(c if r is None else f"{r}\n{c}" if two_lines else f"{r} | {c}")
         ax.set_xlabel(xlabel)
-        ax.set_ylabel(pick(ylabel, r, c) or y)
+        ax.set_ylabel("\n".join(textwrap.wrap(str(pick(ylabel, r, c) or y), 26)))   # a long label on two lines
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     handles = {}
     for ax in axes.flat[:len(cells)]:
         for hd, lb in zip(*ax.get_legend_handles_labels()):
             handles.setdefault(lb, hd)
-    fig.legend(handles.values(), handles.keys(), loc="outside lower center", ncol=min(len(handles), 3), frameon=False)
+    long_labels = max(map(len, handles), default=0) > 28
+    fig.legend(handles.values(), handles.keys(), loc="outside lower center",
+               ncol=min(len(handles), 2 if long_labels else 3), frameon=False)
     if title:
         fig.suptitle(title)
     return fig
@@ -142,32 +198,32 @@ def stage_curves(df) -> pd.DataFrame:
 
 
 def scale_figure(table, cfg):
-    """Left: our gain SemiFL - Partially Supervised per point (mean and seed std). Right: the fraction of the gap
-    closed, ours per point and the paper's per (dataset, N_S) under IID and Non-IID K=2."""
-    import matplotlib.pyplot as plt
-    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw=dict(width_ratios=[1, 1.4]))
+    """Top: our gain SemiFL - Partially Supervised per point (mean and seed std). Bottom: the fraction of the gap
+    closed, ours per point and the paper's per (dataset, N_S) under IID and Non-IID K=2 (each its own colour and
+    marker)."""
+    fig = new_figure(9.0)
+    a, b = fig.subplots(2, 1, gridspec_kw=dict(height_ratios=[1, 1.25]))
+    ours, iid, non_iid = colors(3)
     x = np.arange(len(table))
     for ax, col in ((a, "_gain"), (b, "_closed")):
         ax.errorbar(x, [v.mean() if len(v) else np.nan for v in table[col]],
-                    yerr=[v.std() if len(v) else np.nan for v in table[col]], fmt="o",
+                    yerr=[v.std() if len(v) else np.nan for v in table[col]], fmt="o", color=ours,
                     capsize=3, label=f"ours ({paper.DATASET_NAMES.get(cfg.dataset, cfg.dataset)}, {cfg.model})")
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_xticks(x, table.point, rotation=30, ha="right")
     paper_pts = paper_gap_points()
-    for i, part in enumerate((IID, NON_IID_K2)):
+    for i, (part, color, marker) in enumerate(((IID, iid, "s"), (NON_IID_K2, non_iid, "^"))):
         pp = paper_pts[paper_pts.partition == part]
         xs = len(table) + 0.5 + np.arange(len(pp)) + i * 0.15
-        b.scatter(xs, pp.closed, marker="s" if part == IID else "^",
-                  label=f"paper, {paper.PARTITION_NAMES[part]}")
+        b.scatter(xs, pp.closed, marker=marker, color=color, label=f"paper, {paper.PARTITION_NAMES[part]}")
     ticks = [f"paper {d} {n}" for d, n in zip(paper_pts[paper_pts.partition == IID].dataset,
                                                paper_pts[paper_pts.partition == IID].num_supervised)]
     b.set_xticks(np.r_[x, len(table) + 0.5 + np.arange(len(ticks))], [*table.point, *ticks], rotation=30, ha="right")
-    a.set_ylabel("SemiFL - Partially Supervised (points)")
+    a.set_ylabel("SemiFL - Partially\nSupervised (points)")
     b.set_ylabel("gap closed (%)")
-    b.legend(fontsize=8)
+    b.legend(loc="upper left", frameon=True)
     a.set_title("our gain (final round; seeds: mean and std)")
     b.set_title("fraction of the Partially -> Fully Supervised gap that SemiFL closes")
-    fig.tight_layout()
     return fig
 
 
@@ -175,7 +231,6 @@ def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
     """A figure of training images and their views (weak; the authors' strong RandAugment; FixMatch's), each draw
     with its own random ops, and the share of strong views that come out blank (one flat colour) over 10,000
     images per variant."""
-    import matplotlib.pyplot as plt
     import torch
 
     from .. import augment
@@ -184,13 +239,16 @@ def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
     rows = [("original", x), ("weak", augment.weak(x, data.flip, g))]
     for variant in STRONG_AUGS:   # the authors' RandAugment, then FixMatch's
         rows += [(f"strong ({variant}) #{d + 1}", augment.strong(x, data.flip, g, variant)) for d in range(draws)]
-    fig, axes = plt.subplots(len(rows), n_images, figsize=(n_images * 1.1, len(rows) * 1.15))
+    side = 6.6 / n_images   # the images' width; their row names take the rest of MAX_WIDTH
+    fig = new_figure(len(rows) * side * 1.05, layout=None)
+    axes = fig.subplots(len(rows), n_images)
+    fig.subplots_adjust(left=0.27, right=0.99, bottom=0.01, top=0.99, wspace=0.05, hspace=0.05)
     for r, (name, imgs) in enumerate(rows):
         for c in range(n_images):
             ax = axes[r, c]
             ax.imshow(imgs[c].permute(1, 2, 0).squeeze(-1).cpu().numpy(), cmap="gray", vmin=0, vmax=255)
             ax.set_xticks([]), ax.set_yticks([])
-        axes[r, 0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=8)
+        axes[r, 0].set_ylabel(name, rotation=0, ha="right", va="center")
     many = data.x_train[:10000]
     blank = {}
     for variant in STRONG_AUGS:
@@ -227,45 +285,46 @@ def few_label_curves(df) -> pd.DataFrame:
 
 
 def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
-    """Left: the gap SemiFL closes (final round, and the mean over the last 10 % of rounds, %) against R on a log
-    axis, every seed a point, with the paper's IID CIFAR-10 (N_S=250) value as a reference line. Middle and right:
-    SemiFL's label ratio and threshold accuracy per round, one colour per R (x = round / R), mean and a band of one
-    std clipped to the measure's range. Legends below the panels. None when there is nothing to draw."""
+    """Top: the gap SemiFL closes (final round, and the mean over the last 10 % of rounds, %) against R on a log
+    axis, every seed a point, with the paper's IID CIFAR-10 (N_S=250) value as a reference line. Bottom left and
+    right: SemiFL's label ratio and threshold accuracy per round, one colour per R (x = round / R), mean and a band of
+    one std clipped to the measure's range. Legends below the panels. None when there is nothing to draw."""
     import matplotlib.pyplot as plt
 
     from ..methods import SEMIFL
     from .configs import label_of
     if points.empty:
         return None
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.6), layout="constrained")
-    for (measure, shift), marker in zip(((GAP_FINAL, 0.96), (GAP_LATE, 1.04)), "os"):
-        axes[0].scatter(points.R * shift, points[measure], marker=marker, alpha=0.8, label=measure)
-    axes[0].set_xscale("log")
-    axes[0].set_xticks(sorted(points.R.unique()), [str(r) for r in sorted(points.R.unique())])
-    axes[0].xaxis.set_minor_formatter(plt.NullFormatter())
+    fig = new_figure(9.5)
+    axes = fig.subplot_mosaic([["gap", "gap"], ["ratio", "thr"]])
+    gap = axes["gap"]
+    for (measure, shift), marker, color in zip(((GAP_FINAL, 0.96), (GAP_LATE, 1.04)), "os", colors(2)):
+        gap.scatter(points.R * shift, points[measure], marker=marker, alpha=0.8, color=color, label=measure)
+    gap.set_xscale("log")
+    gap.set_xticks(sorted(points.R.unique()), [str(r) for r in sorted(points.R.unique())])
+    gap.xaxis.set_minor_formatter(plt.NullFormatter())
     ref = paper_gap_points().query("partition == @IID and num_supervised == 250 and dataset == 'CIFAR-10'")
-    axes[0].axhline(ref.closed.iloc[0], ls="--", c="gray", label="paper: CIFAR-10, N_S=250, IID")
-    axes[0].axhline(0, c="black", lw=0.8)
-    axes[0].set(xlabel="rounds R (log scale)", ylabel="gap closed (%)", title="Partially -> Fully Supervised gap closed")
-    axes[0].legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=1, frameon=False)
+    gap.axhline(ref.closed.iloc[0], ls="--", c="gray", label="paper: CIFAR-10, N_S=250, IID")
+    gap.axhline(0, c="black", lw=0.8)
+    gap.set(xlabel="rounds R (log scale)", ylabel="gap closed (%)", title="Partially -> Fully Supervised gap closed")
+    gap.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     c = curves(df[df.method == label_of(SEMIFL)], keep=("R", "seed"))
     c["progress"] = c["round"] / c["R"]
     rs = sorted(c.R.unique())
-    for ax, y, name, bounds in ((axes[1], "label_ratio", "Label Ratio (fraction)", (0, 1)),
-                                (axes[2], "threshold_acc", "Threshold Accuracy (%)", (0, 100))):
+    for ax, y, name, bounds in ((axes["ratio"], "label_ratio", "Label Ratio (fraction)", (0, 1)),
+                                (axes["thr"], "threshold_acc", "Threshold Accuracy (%)", (0, 100))):
         for r, color in zip(rs, colors(len(rs))):
             mean_band(ax, c[c.R == r].dropna(subset=[y]), "progress", y, color, f"R={r}", bounds, marker=".")
-        ax.set(xlabel="round / R", ylabel=name, title=f"SemiFL's {name.split(' (')[0].lower()} per round")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
+        ax.set(xlabel="round / R", ylabel=name, title=f"SemiFL's {name.split(' (')[0].lower()}\nper round")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     return fig
 
 
 def cbafed_figure(df, warmup: int, title: str):
-    """CBAFed's Table 1 runs (df: run_all over configs.cbafed_configs). Left: test accuracy per round per row, mean
+    """CBAFed's Table 1 runs (df: run_all over configs.cbafed_configs). Top: test accuracy per round per row, mean
     and a band of one std over seeds, with the end of the warm-up (the labeled client alone trains until then) as a
-    dotted line. Right, CBAFed only: the share of the unlabeled clients' images that enter training and the accuracy
+    dotted line. Bottom, CBAFed only: the share of the unlabeled clients' images that enter training and the accuracy
     of their pseudo-labels, per federated round. Legends below the panels. None when there is nothing to draw."""
-    import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
     from ..methods import CBAFED
@@ -273,7 +332,8 @@ def cbafed_figure(df, warmup: int, title: str):
     long = curves(df, keep=("label", "seed"))
     if long.empty:
         return None
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.8), layout="constrained")
+    fig = new_figure(10.0)
+    axes = fig.subplots(2, 1, gridspec_kw=dict(height_ratios=[1.2, 1]))
     rows = list(dict.fromkeys(long.label))
     for row, color in zip(rows, colors(len(rows))):
         mean_band(axes[0], long[long.label == row].dropna(subset=["test_acc"]), "round", "test_acc", color, row)
@@ -287,5 +347,5 @@ def cbafed_figure(df, warmup: int, title: str):
     axes[1].set(xlabel="federated round", ylabel="%", title="CBAFed: the unlabeled clients' pseudo-labels")
     for ax in axes:
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False)
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     return fig

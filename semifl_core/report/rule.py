@@ -29,6 +29,18 @@ def above(a, b) -> str:
     return "within noise"
 
 
+NOT_WORSE_RULE = ("A one-sided claim 'A not worse than B' is held unless B is above A by the rule: it is not held "
+                  "when B's mean exceeds A's by more than the two seed spreads together, and held otherwise (A above "
+                  "B, or the two within noise: a lower mean of A within the spreads is not worse).")
+
+
+def not_worse(a, b) -> str:
+    """The verdict of the one-sided claim 'a not worse than b' (NOT_WORSE_RULE): not held when above(b, a) is held,
+    held when it is not held or within noise."""
+    v = above(b, a)
+    return {"held": "not held", "not held": "held", "within noise": "held"}.get(v, v)
+
+
 def at_least(v, x: float) -> str:
     """RULE against a fixed number x (which has no spread): held when the mean exceeds x by more than the seeds'
     spread, not held when it falls short by that much."""

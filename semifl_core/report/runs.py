@@ -19,9 +19,10 @@ from . import paper
 
 
 def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_dir, figures_dir, describes=True):
-    """Every notebook's setup cell: check its parameters (a bad one: one line saying which and why), set the table and
-    figure styles, print what it will run (SemiFL's profile; describes=False: the notebook says it) and where it
-    reads and writes. Returns (seed list, (dataset, N_S) pairs).
+    """Every notebook's setup cell: check its parameters (a bad one: one line saying which and why), set the table
+    style (the figures' style is figures.THEME, which figures.new_figure sets for every figure), print what it will
+    run (SemiFL's profile; describes=False: the notebook says it) and where it reads and writes. Returns (seed list,
+    (dataset, N_S) pairs).
 
     In a notebook's kernel, the package's one-line errors (a bad parameter, a damaged store, a missing dataset, a
     failed run) show as that line, `semifl: ...`, not as a traceback (the cell still fails, and so does papermill),
@@ -32,9 +33,7 @@ def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_d
         check_injected(shell.history_manager.input_hist_raw)
     plain_tables()
     check_parameters(profile_name, seed, seeds, dataset, rounds, device)
-    import seaborn as sns
     pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', None)
-    sns.set_theme(style='whitegrid')
     seed_list, pairs = seeds_of(seed, seeds), grid(profile_name, dataset)
     if describes:
         print(describe(profile_name, pairs, device, seed_list, rounds))

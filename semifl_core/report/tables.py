@@ -219,9 +219,13 @@ def table5(df, p, ds, n) -> pd.DataFrame:
     rows = []
     for (e, bg, mx), key in zip(table5_rows(p, ds, n), paper.TABLE5):
         label = table5_label(e, bg, mx)
-        row = {"E (paper)": key[0], "E (this run)": e, "beta_g": bg, "mixup": "yes" if mx else "no"}
+        row = {"E (paper)": key[0], "E (this run)": int(e) if float(e).is_integer() else e, "beta_g": bg,
+               "mixup": "yes" if mx else "no"}
         rows.append(_ablation_columns(row, paper.TABLE5[key], pl, df, ds, n, label))
-    return pd.DataFrame(rows)
+    out = pd.DataFrame(rows)
+    if (out["E (paper)"] == out["E (this run)"]).all():   # the profile's E is the paper's: one column says both
+        out = out.drop(columns="E (this run)").rename(columns={"E (paper)": "E"})
+    return out
 
 
 ARCH = {"wrn28x2": "WResNet28x2", "wrn28x8": "WResNet28x8", "cnn": "CNN"}
@@ -256,19 +260,37 @@ def same_value(a, b) -> bool:
         return str(a) == str(b)
 
 
+def table4_number(v) -> str:
+    """A Table 4 value written as the paper writes it: 5 (not 5.0000), 0.03, 0.0005, yes for a true flag."""
+    if isinstance(v, (bool, np.bool_)):
+        return "yes" if v else "no"
+    if isinstance(v, (int, float, np.integer, np.floating)):
+        return f"{int(v)}" if float(v).is_integer() else f"{float(v):g}"
+    return str(v)
+
+
 def table4(pairs, profile_name="paper") -> pd.DataFrame:
+    """Table 4's hyperparameters, one column per dataset (its N_S of the paper in the header): profile(profile_name)'s
+    value where it equals the paper's, written as the paper writes it, and 'X (paper: Y)' where it does not
+    (table4_claims judges them); a value that depends on N_S names the N_S of each."""
+    by_ds = {}
+    for ds, n in pairs:
+        by_ds.setdefault(ds, []).append(n)
     rows = []
     for name, fld in TABLE4_FIELDS:
         row = {"hyperparameter": name}
-        for ds, n in pairs:
-            v = profile_table4(profile(profile_name, ds, num_supervised=n), fld)
-            col = f"{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}"
-            row[f"{col}: paper"] = paper_table4(ds, n, fld)
-            row[f"{col}: profile('{profile_name}')"] = v
+        for ds, ns in by_ds.items():
+            cells = []
+            for n in ns:
+                ours = profile_table4(profile(profile_name, ds, num_supervised=n), fld)
+                theirs = paper_table4(ds, n, fld)
+                cells.append(table4_number(ours) if same_value(ours, theirs) else
+                             f"{table4_number(ours)} (paper: {table4_number(theirs)})")
+            row[f"{paper.DATASET_NAMES.get(ds, ds)} (N_S={', '.join(map(str, ns))})"] = (
+                cells[0] if len(set(cells)) == 1 else ", ".join(f"{c} (N_S={n})" for c, n in zip(cells, ns)))
         rows.append(row)
-    rows.append({"hyperparameter": "Optimizer / scheduler", **{
-        c: ("SGD / Cosine Annealing" if c.endswith("paper") else "SGD / cosine (fixed in code)")
-        for c in rows[0] if c != "hyperparameter"}})
+    fixed = (("Optimizer (fixed in code)", "SGD"), ("Scheduler (fixed in code)", "Cosine Annealing"))
+    rows += [{"hyperparameter": name, **{c: value for c in rows[0] if c != "hyperparameter"}} for name, value in fixed]
     return pd.DataFrame(rows)
 
 
@@ -407,9 +429,15 @@ def stage_change(g, after, before) -> pd.Series:
     return (g[after] - g[before]).groupby(g.seed).mean()
 
 
-def stage_table(df) -> pd.DataFrame:
+STAGE_PARTS = {"accuracy": ["N_S", "rounds", "start", *(name for name, _, _ in STAGE_STEPS)],
+               "pseudo-labels": ["N_S", "rounds", "fine-tune loss, first -> last step", "label ratio",
+                                 "threshold accuracy", "mix-label accuracy"]}
+
+
+def stage_table(df, part=None) -> pd.DataFrame:
     """Where a round loses accuracy: the change at each stage, averaged over rounds (first half and second half of
-    training) and seeds, per N_S."""
+    training) and seeds, per N_S; then the fine-tune's loss and the pseudo-labels' measures. part: 'accuracy' or
+    'pseudo-labels' (STAGE_PARTS' columns: two tables that each fit a page) or None (all columns)."""
     rows = []
     for (n, h), g in stage_halves(df):
         row = {"N_S": n, "rounds": h, "start": mean_std(g.groupby("seed").acc_start.mean())}
@@ -421,7 +449,8 @@ def stage_table(df) -> pd.DataFrame:
         row["threshold accuracy"] = f"{g.threshold_acc.mean():.1f}"
         row["mix-label accuracy"] = f"{g.mix_acc.mean():.1f}"
         rows.append(row)
-    return _table(rows, ["N_S", "rounds", "start", *(name for name, _, _ in STAGE_STEPS)])
+    out = _table(rows, STAGE_PARTS["accuracy"])
+    return out if part is None else out.reindex(columns=STAGE_PARTS[part])
 
 
 def class_table(df, class_names) -> pd.DataFrame:
@@ -564,9 +593,9 @@ def horizon_points(df) -> pd.DataFrame:
 
 
 def horizon_table(df) -> pd.DataFrame:
-    """Per R: SemiFL, Partially Supervised and centralized FixMatch (final round), SemiFL - Partially, the gap closed
-    (final and last 10 %, %), and RULE's verdict on 'SemiFL above Partially Supervised' and on 'FixMatch above
-    Partially Supervised'."""
+    """Per R: SemiFL, Partially Supervised and centralized FixMatch (final round), the gap closed (final and last
+    10 %, %; SemiFL - Partially in points is horizon_points'), and RULE's verdict on 'SemiFL above Partially
+    Supervised' and on 'FixMatch above Partially Supervised'."""
     pts = horizon_points(df)
     rows = []
     for r in sorted(df[df.R > 0].R.unique()):
@@ -574,13 +603,12 @@ def horizon_table(df) -> pd.DataFrame:
         semi, psl, fm = (seed_values(df, R=r, method=label_of(m)) for m in (SEMIFL, PARTIALLY_SUPERVISED, FIXMATCH))
         rows.append({"R": r, "SemiFL": mean_std(semi), "Partially Supervised": mean_std(psl),
                      "FixMatch (centralized)": mean_std(fm) if len(fm) else "-",
-                     "SemiFL - Partially": mean_std(p["SemiFL, final"] - p["Partially, final"]),
                      GAP_FINAL: mean_std(p[GAP_FINAL]), GAP_LATE: mean_std(p[GAP_LATE]),
                      "SemiFL above Partially": above(semi, psl),
                      "FixMatch above Partially": above(fm, psl) if len(fm) else "-"})
     return pd.DataFrame(rows, columns=["R", "SemiFL", "Partially Supervised", "FixMatch (centralized)",
-                                       "SemiFL - Partially", "gap closed (%), final", "gap closed (%), last 10 %",
-                                       "SemiFL above Partially", "FixMatch above Partially"]).set_index("R")
+                                       GAP_FINAL, GAP_LATE, "SemiFL above Partially",
+                                       "FixMatch above Partially"]).set_index("R")
 
 
 def best_after(paths, warmup: int) -> np.ndarray:
@@ -598,30 +626,44 @@ CBAFED_BEST = "ours, best federated round"
 
 
 # how each setting draws CBAFed's labeled client (Config.cbafed_labeled), as the table names it
-CBAFED_LABELED_CLIENT = {"balanced": "balanced: {n} of each class (ours)",
-                         "dirichlet": "one Dirichlet({a}) share, as their code draws it"}
+CBAFED_LABELED_CLIENT = {"balanced": "a balanced labeled client ({n} of each class)",
+                         "dirichlet": "a labeled client drawn as one Dirichlet({a}) share, as their code draws it"}
+
+
+CBAFED_PAPER = "CBAFed paper (theirs)"
 
 
 def cbafed_table(df, cfgs: dict) -> pd.DataFrame:
     """CBAFed's Table 1 on our runs (df: run_all over configs.cbafed_configs or cbafed_own_setting_configs, cfgs those
     configs): per row the final test accuracy and the best over the federated rounds (after the warm-up: in the
-    warm-up only the labeled client trains, the same for every row), mean (std) n, and what ran (the labeled client,
-    model, warm-up + federated rounds, seeds), beside CBAFed's published Fashion-MNIST number (theirs: ResNet-18,
-    501 + 501 rounds). The published rows we do not run are cbafed_paper_only's."""
+    warm-up only the labeled client trains, the same for every row), mean (std) n, beside CBAFed's published
+    Fashion-MNIST number (theirs: ResNet-18, 501 + 501 rounds, a Dirichlet-drawn labeled client). What ran (the
+    labeled client, model, rounds, seeds) is cbafed_setting's line; the published rows we do not run are
+    cbafed_paper_only's."""
     from ..methods import CBAFED_METHODS
     rows = []
     for m in CBAFED_METHODS:
         label, cfg = label_of(m), cfgs[label_of(m)]
         at = df[df.label == label].sort_values("seed")
-        seeds = ", ".join(str(s) for s in at.seed) or "-"
-        labeled = CBAFED_LABELED_CLIENT[cfg.cbafed_labeled].format(n=cfg.client_labels, a=cfg.partition_kind[1])
         rows.append({"method": label, "ours, final": mean_std(at.final_acc),
                      CBAFED_BEST: mean_std(best_after(at.path, cfg.cbafed_warmup)),
-                     "ours: labeled client": labeled,
-                     "ours: what ran": f"{cfg.model}, {cfg.cbafed_warmup} warm-up + {cfg.rounds - cfg.cbafed_warmup} "
-                                       f"rounds, seeds {seeds}",
-                     "CBAFed paper (theirs: a Dirichlet-drawn labeled client)": paper.CBAFED_TABLE1.get(m, "-")})
+                     CBAFED_PAPER: paper.CBAFED_TABLE1.get(m, "-")})
     return pd.DataFrame(rows)
+
+
+def cbafed_setting(df, cfgs: dict) -> str:
+    """What ran for cbafed_table's rows, in one line: the labeled client, the model, the warm-up and federated rounds
+    (the same for every row) and the seeds (per row where they differ); then what the paper's column is."""
+    from ..methods import CBAFED_METHODS
+    cfg = cfgs[label_of(CBAFED_METHODS[0])]
+    labeled = CBAFED_LABELED_CLIENT[cfg.cbafed_labeled].format(n=cfg.client_labels, a=cfg.partition_kind[1])
+    seeds = {label_of(m): ", ".join(str(s) for s in df[df.label == label_of(m)].sort_values("seed").seed) or "none"
+             for m in CBAFED_METHODS}
+    ran = (f"seeds {next(iter(seeds.values()))}" if len(set(seeds.values())) == 1 else
+           "seeds " + "; ".join(f"{m}: {v}" for m, v in seeds.items()))
+    return (f"Ours: {labeled}; {cfg.model}, {cfg.cbafed_warmup} warm-up + "
+            f"{cfg.rounds - cfg.cbafed_warmup} federated rounds; {ran}. {CBAFED_PAPER}: ResNet-18, 501 + 501 rounds, "
+            "a Dirichlet-drawn labeled client, one run per cell.")
 
 
 def cbafed_labeled_clients(cfgs: dict, seeds, data_root=None) -> pd.DataFrame:
