@@ -246,6 +246,24 @@ def test_sbn_statistics_in_one_pass_equal_the_per_batch_loop(make, monkeypatch):
     assert one.training and all(m.record is None and m.group is None for m in one.modules() if hasattr(m, "group"))
 
 
+def test_sbn_statistics_in_one_pass_keep_the_unbiased_variance_of_small_groups(monkeypatch):
+    """Groups of 2 images of 4x4: the last layer sees 2 values per channel in a group, where the unbiased variance is
+    twice the biased one, so a one-pass path that recorded the biased one is far outside the (small) bound; the test
+    above, at 250 images of 16x16, cannot see that factor (1 + 1/64,000 is inside float32's rounding of such sums)."""
+    monkeypatch.setattr(sbn, "ONE_PASS_IMAGES", 6)
+    torch.manual_seed(0)
+    model = SmallCNN(3, 10, widths=(8, 16, 32))
+    images = DATA.x_train[:10, :, :4, :4].contiguous()
+    loop, one = SmallCNN(3, 10, widths=(8, 16, 32)), SmallCNN(3, 10, widths=(8, 16, 32))
+    loop.load_state_dict(model.state_dict())
+    one.load_state_dict(model.state_dict())
+    sbn.compute_statistics(loop, images, DATA.mean, DATA.std, batch_size=2)
+    sbn.compute_statistics(one, images, DATA.mean, DATA.std, batch_size=2, one_pass=True)
+    layers = [k for k in loop.state_dict() if k.endswith((".mean", ".var"))]
+    stats = lambda m: {k: m.state_dict()[k] for k in layers}  # noqa: E731
+    assert_near(stats(one), stats(loop), rtol(len(layers) // 2, longest_sum(2, (3, 4, 4))), "sBN statistics, groups of 2")
+
+
 # ---------------------------------------------------------------------- bf16 (CPU autocast stands in for CUDA's)
 @pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
 def test_engines_train_under_bf16(engine, monkeypatch):
