@@ -14,7 +14,8 @@ and prints runs an hour both ways (K rounds / time) and their ratio. The stacked
 start model: the cost of a step does not depend on the weights, only on the shapes, which are the K runs' own. One
 process; `--threads 1` (the default) as the campaign lanes run.
 
-    python scripts/stack_probe.py [--profile small] [--ks 1,2,4] [--epochs 1] [--tau0] [--device cpu]
+    python scripts/stack_probe.py [--profile small] [--dataset NAME] [--ks 1,2,4] [--epochs 1] [--tau0] [--device cpu]
+    python3 scripts/stack_probe.py --profile paper --dataset fashionmnist --device cuda --data-root .gl-data   # a GPU
 """
 from __future__ import annotations
 
@@ -97,6 +98,8 @@ def probe(cfg, data, dev, ks, rnd: int) -> list[dict]:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--profile", default="small")
+    p.add_argument("--dataset", default=None, help="default: the profile's")
+    p.add_argument("--data-root", default=None)
     p.add_argument("--ks", default="1,2,4")
     p.add_argument("--epochs", type=float, default=1.0, help="client epochs of the measured round (default 1)")
     p.add_argument("--round", type=int, default=3, help="the measured round (the rounds before it are untimed)")
@@ -107,8 +110,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     dev = pick_device(args.device)
-    cfg = profile(args.profile).replace(local_epochs=args.epochs, **({"threshold": 0.0} if args.tau0 else {}))
-    data = synthetic() if cfg.dataset == "synthetic" else load(cfg.dataset, None, dev, download=False)
+    cfg = profile(args.profile, args.dataset).replace(local_epochs=args.epochs, **({"threshold": 0.0} if args.tau0 else {}))
+    data = synthetic() if cfg.dataset == "synthetic" else load(cfg.dataset, args.data_root, dev, download=False)
     rows = probe(cfg, data.to(dev) if hasattr(data, "to") else data, dev, [int(k) for k in args.ks.split(",")],
                  args.round)
     print("| K | clients | client samples | one at a time s | stacked s | runs/h one at a time | runs/h stacked | "
