@@ -110,7 +110,8 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     dev = pick_device(args.device)
-    cfg = profile(args.profile, args.dataset).replace(local_epochs=args.epochs, **({"threshold": 0.0} if args.tau0 else {}))
+    cfg = profile(args.profile, args.dataset).replace(local_epochs=args.epochs,
+                                                      **({"threshold": 0.0} if args.tau0 else {}))
     data = synthetic() if cfg.dataset == "synthetic" else load(cfg.dataset, args.data_root, dev, download=False)
     rows = probe(cfg, data.to(dev) if hasattr(data, "to") else data, dev, [int(k) for k in args.ks.split(",")],
                  args.round)
