@@ -140,6 +140,11 @@ def gate_table(mech: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("instrumented runs (Non-IID K=2)")
 
 
+def passed_gates(gates: pd.DataFrame) -> list[str]:
+    """The remedies whose gate passed (gate_table's 'gate' column): only those get their cells trained."""
+    return [row for row in (NTD, VLS) if gates.loc[row, "gate"] == "passes"]
+
+
 def _judged_claims(table: pd.DataFrame, beats_psl: str, beats_rival: str) -> list:
     """Two claims per partition of a _judged_table: the fix beats Partially Supervised, and beats its rival."""
     psl, rival, fix, vs_psl, vs_rival = table.columns

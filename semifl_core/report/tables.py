@@ -651,6 +651,23 @@ def cbafed_table(df, cfgs: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def cbafed_code_table(df_code, df_own, cfgs_code: dict) -> pd.DataFrame:
+    """CBAFed and its lower bound as the released code runs them (df_code: run_all over configs.cbafed_code_configs,
+    cfgs_code, evaluated every round) beside the same rows of the paper variant in the same setting (df_own: over
+    cbafed_own_setting_configs): final-round test accuracy, mean (std) n, the best round of the federated phase, and
+    CBAFed's published Fashion-MNIST numbers."""
+    from ..methods import CBAFED, CBAFED_LOWER
+    rows = []
+    for m in (CBAFED, CBAFED_LOWER):
+        label = f"{label_of(m)}, released code"
+        code, own = df_code[df_code.label == label].sort_values("seed"), df_own[df_own.label == label_of(m)]
+        warm = cfgs_code[label].cbafed_warmup
+        rows.append({"method": label_of(m), "released code, final": mean_std(code.final_acc),
+                     "released code, best round": mean_std(best_after(code.path, warm)),
+                     "paper variant, final": mean_std(own.final_acc), CBAFED_PAPER: paper.CBAFED_TABLE1.get(m, "-")})
+    return pd.DataFrame(rows)
+
+
 def cbafed_setting(df, cfgs: dict) -> str:
     """What ran for cbafed_table's rows, in one line: the labeled client, the model, the warm-up and federated rounds
     (the same for every row) and the seeds (per row where they differ); then what the paper's column is."""
