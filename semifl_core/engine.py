@@ -319,9 +319,10 @@ class SequentialEngine:
         if not (speed.flat_sgd and speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
             return (_ForeachTrainer if speed.flat_sgd else _TorchOptimTrainer)(self.cfg, model, loss_fn, lr, speed)
         key = (id(model), loss_fn)
-        if key not in self._kept:
-            self._kept[key] = _ForeachTrainer(self.cfg, model, loss_fn, lr, speed, lr_on_device=True)
-        trainer = self._kept[key]
+        trainer = self._kept.pop(key, None) or _ForeachTrainer(self.cfg, model, loss_fn, lr, speed, lr_on_device=True)
+        self._kept[key] = trainer   # the most recently used last; at most VectorizedEngine.KEPT kept
+        while len(self._kept) > VectorizedEngine.KEPT:
+            self._kept.pop(next(iter(self._kept)))
         trainer.lr.fill_(float(lr))
         return trainer
 
