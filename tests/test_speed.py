@@ -505,6 +505,22 @@ def test_cuda_graphs_equal_eager_to_float_rounding(engine, kind, full_fp32, monk
 
 
 @needs_cuda
+@pytest.mark.parametrize("switch", ["masked_steps", "compile"])
+def test_each_waiting_switch_on_cuda_trains_as_eager(switch, full_fp32, monkeypatch):
+    """The two switches waiting for a GPU, each alone on the default CUDA speed (graphs on), against eager steps, in
+    full FP32 on weak views as above; sizes that leave partial batches, so masked_steps pads some steps."""
+    loss_fn, views = LOSSES["sup"]
+    monkeypatch.setitem(LOSSES, "sup", (loss_fn, {**views, "view": "weak"}))
+    sizes = (53, 60, 27, 48)
+    eager = _train(VectorizedEngine, dataclasses.replace(Speed.default("cuda"), cuda_graphs=False), "sup", sizes,
+                   device="cuda")
+    torch._dynamo.reset()
+    fast = _train(VectorizedEngine, dataclasses.replace(Speed.default("cuda"), **{switch: True}), "sup", sizes,
+                  device="cuda")
+    _assert_trained_alike(fast, eager, sizes)
+
+
+@needs_cuda
 @pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
 def test_graphs_captured_once_replay_three_rounds_as_eager_on_cuda(engine, full_fp32, monkeypatch):
     """Capture once per run on a GPU: three train calls of one engine (new weights, momentum and learning rate each)

@@ -1,0 +1,59 @@
+"""The rule of BENCHMARKS.md ("Two switches waiting for a GPU"), applied to a rounds probe's rows, fixed before the
+rows exist: a switch becomes part of the variant the real rounds run with when its CUDA tests passed and its whole
+tau-0 `paper` rounds (median) take
+  - compile: at least 10 % less wall time than the default's;
+  - masked_steps: no more than the default's (its further gain is in real rounds' partial steps, which tau-0 rounds
+    have few of).
+Prints the variant (`default`, `default+masked_steps`, ...) on stdout and the reasoning on stderr.
+
+    python3 scripts/choose_switches.py ROUNDS_LOG masked_steps=TESTS_LOG compile=TESTS_LOG
+ROUNDS_LOG holds `ROW {json}` lines from `gpu_step_probe.py --rounds`; each TESTS_LOG the pytest output of that
+switch's CUDA tests (a log with no pytest summary line, or with a FAILED or ERROR line, counts as failed).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+
+RULE = {"compile": 0.90, "masked_steps": 1.00}   # the most a switch's median round may take, as a share of default's
+
+
+def choose(rows: list[dict], tests: dict[str, str]) -> tuple[str, list[str]]:
+    by = {}
+    for r in rows:
+        by.setdefault(r["variant"], []).append(r["round_s"])
+    why, chosen = [], []
+    if "default" not in by:
+        return "default", ["no default rounds: nothing to compare with, the default stays"]
+    base = statistics.median(by["default"])
+    for switch, share in RULE.items():
+        rounds, log = by.get("+" + switch), tests.get(switch, "")
+        tests_ran = " passed" in log or " failed" in log
+        failed = [ln for ln in log.splitlines() if ln.startswith(("FAILED", "ERROR"))]
+        if not rounds:
+            why.append(f"{switch}: not measured (no rounds), stays off")
+        elif not tests_ran or failed:
+            why.append(f"{switch}: CUDA tests {'did not finish' if not tests_ran else 'failed: ' + failed[0]}, "
+                       "stays off")
+        else:
+            med = statistics.median(rounds)
+            ok = med <= share * base
+            why.append(f"{switch}: median round {med:.2f} s vs default {base:.2f} s ({med / base:.3f}; the rule "
+                       f"asks <= {share:.2f}): {'on' if ok else 'off'}")
+            chosen += [switch] if ok else []
+    return "default" + "".join("+" + s for s in chosen), why
+
+
+def main(argv=None) -> int:
+    rounds_log, *pairs = argv or sys.argv[1:]
+    rows = [json.loads(ln[4:]) for ln in open(rounds_log, errors="replace") if ln.startswith("ROW ")]
+    tests = {k: open(v, errors="replace").read() for k, v in (p.split("=", 1) for p in pairs)}
+    variant, why = choose(rows, tests)
+    print("\n".join(why), file=sys.stderr)
+    print(variant)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
