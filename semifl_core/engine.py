@@ -64,10 +64,11 @@ class Speed:
                  in a second CUDA graph, so graphs take every step but the first, not only those where all clients
                  have full batches.
                  Needs flat_sgd. Models with plain BN (norm=bn) and losses not graph_safe keep their eager partial
-                 steps. Off by default until measured on a GPU (the rule: BENCHMARKS.md)
+                 steps. On by default on CUDA (measured on an H200: BENCHMARKS.md, "The two switches measured")
     compile      torch.compile (inductor) of the vectorized engine's full-batch step (graph_safe losses), inside its
-                 CUDA graph when cuda_graphs is on. Needs flat_sgd. Equal up to float rounding. Off by default until
-                 measured on a GPU (the rule: BENCHMARKS.md)
+                 CUDA graph when cuda_graphs is on. Needs flat_sgd. Equal up to float rounding. Off by default: it
+                 met the written rule on its own on an H200, but not yet run on a GPU together with masked_steps (the
+                 default it would join), and it costs about a minute a compile per run (BENCHMARKS.md)
     """
     sync_free: bool = False
     flat_sgd: bool = False
@@ -83,9 +84,9 @@ class Speed:
 
     @classmethod
     def default(cls, device) -> "Speed":
-        """Every change that keeps results on; CUDA graphs only on a CUDA device; fp32."""
+        """Every change that keeps results (to float rounding) on; graphs and masked steps only on a CUDA device; fp32."""
         cuda = torch.device(device).type == "cuda"
-        return cls(sync_free=True, flat_sgd=True, cuda_graphs=cuda, sbn_one_pass=cuda)
+        return cls(sync_free=True, flat_sgd=True, cuda_graphs=cuda, sbn_one_pass=cuda, masked_steps=cuda)
 
     def check(self, device) -> "Speed":
         """self, if this device can run it; ConfigError (one line) otherwise."""
