@@ -171,7 +171,7 @@ def inference_bench(cfg, data: Dataset, batch_sizes=(64, 250, 1000), repeats: in
     return pd.DataFrame(rows).pivot(index="batch", columns="model", values="images/s").round(0)
 
 
-# ====================================================================== where a step's time goes (issue 42, item 1)
+# ====================================================================== where a step's time goes
 # `python -m semifl_core.bench gpu` and scripts/bench_gpu.py: per engine and per engine.Speed variant, from the same
 # state and the same round, an untimed warm round (every phase once; client training cut to a few steps, so that
 # CUDA graphs are captured and kernels chosen) in which two short client trainings are profiled, then the timed round.
@@ -360,7 +360,7 @@ def gpu_profile(cfg, device="auto", data_root=None, *, synthetic: bool = False, 
                 engines=("sequential", "vectorized"), variants=None, threshold: float | None = 0.0,
                 client_epochs: float | None = None, warmup: int = 0, count: bool = True, deadline: float | None = None,
                 part: str = "", data=None, source: str = "") -> list[dict]:
-    """Item 1 of issue 42: for each engine and each engine.Speed variant (speed_variants, or `variants`: names to
+    """Where a step's time goes: for each engine and each engine.Speed variant (speed_variants, or `variants`: names to
     keep), one round of cfg measured by measure_round from the same state. `threshold` 0 (the default) makes every
     client sample pass (label ratio 1: a round's most client work), for timing only; None keeps cfg's.
     `client_epochs`: train the clients that many epochs instead of cfg's E (rows project the round to cfg's E).
@@ -424,7 +424,7 @@ def gpu_profile(cfg, device="auto", data_root=None, *, synthetic: bool = False, 
     return rows
 
 
-# ---------------------------------------------------------------------- several runs on one GPU (issue 42, item 6)
+# ---------------------------------------------------------------------- several runs on one GPU
 def _grid_worker(index: int, device: str, specs: dict, commands, results) -> None:
     """One of grid_throughput's processes (one run each, as run_all's workers): builds and warms each spec's run once
     (start-up, reported apart), then for each command (spec name, rounds) trains that many rounds of a fresh run

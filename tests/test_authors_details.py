@@ -1,4 +1,4 @@
-"""The three details where the authors' code runs otherwise than ours, as switches (issue 29, item 4): the mix set's
+"""The three details where the authors' code runs otherwise than ours, as switches: the mix set's
 draws (mix_draws), the shear's resampling (shear_resample) and CutoutConst's size (cutout_size)."""
 import numpy as np
 import pytest

@@ -207,8 +207,8 @@ CASES = [
     # ---- training that fails (item 6): the message says what is on disk
     ("non-finite loss, no checkpoint yet (item 6)", ["run", *SMOKE, *R2], ["loss is nan",
      "no checkpoint was written yet"], 1, None, None, nan_loss),
-    # ---- absurd values (issue 28, part 4): refused by validation, or reported like divergence
-    ("local_epochs 1e9 (issue 28.4)", ["run", *SMOKE, "--set", "local_epochs=1e9", "rounds=6"],
+    # ---- absurd values: refused by validation, or reported like divergence
+    ("local_epochs 1e9", ["run", *SMOKE, "--set", "local_epochs=1e9", "rounds=6"],
      ["local_epochs=1000000000.0", "batch plan", "5.7e+11 samples", "TiB", "at most 2**31", "local_epochs <= 3.77e+06"],
      2),
     ("server_epochs 1e9", ["run", *SMOKE, "--set", "server_epochs=1e9"],
@@ -374,7 +374,7 @@ PARAMETERS_CELL = "profile = 'small'   # 'paper' | 'small'\nseed = None\nseeds =
     (["", PARAMETERS_CELL, "import os"], None),                                  # nothing injected
     (["", "import os\nprint(1)", '# Parameters\nwhatever = 1\n'], None),       # out of order by hand: no check
 ])
-def test_papermill_parameters_the_notebook_does_not_declare_are_refused(history, words):   # issue 28, part 5
+def test_papermill_parameters_the_notebook_does_not_declare_are_refused(history, words):
     from semifl_core.report.runs import check_injected
     if words is None:
         check_injected(history)
@@ -389,7 +389,7 @@ def test_papermill_parameters_the_notebook_does_not_declare_are_refused(history,
     (dict(profile_name="smoke"), ["unknown notebook parameter 'profile_name'", "did you mean 'profile'"], True),
 ])
 def test_a_bad_or_unknown_notebook_parameter_fails_papermill_in_one_line(params, words, cli, tmp_path):
-    """Issue 28, part 5: the setup cell's error output is the one line (not IPython's traceback), and papermill still
+    """Papermill parameters: the setup cell's error output is the one line (not IPython's traceback), and papermill still
     fails (the command exits non-zero). table4 trains nothing."""
     papermill = pytest.importorskip("papermill")
     import nbformat
@@ -417,7 +417,7 @@ def test_a_bad_or_unknown_notebook_parameter_fails_papermill_in_one_line(params,
     assert not (tmp_path / "results").exists()
 
 
-# ---------------------------------------------------------------------- absurd values (issue 28, part 4)
+# ---------------------------------------------------------------------- absurd values
 def test_the_bounds_refuse_no_committed_config_and_no_profile():
     """Every committed run's config still validates, and so does every profile with every method on the profile's own
     datasets (a refusal there, if any, is an older rule's, not one of the bounds)."""

@@ -18,7 +18,7 @@ def test_bench_times_both_engines_on_identical_rounds(capsys):
     assert "vectorized vs sequential" in out and "1 untimed warm-up rounds" in out
 
 
-# ---------------------------------------------------------------------- `python -m semifl_core.bench gpu` (issue 42)
+# ---------------------------------------------------------------------- `python -m semifl_core.bench gpu`
 def test_gpu_profile_counts_ops_and_syncs_per_engine_and_prints_every_column():
     import torch
 

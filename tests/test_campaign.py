@@ -19,7 +19,7 @@ def test_a_match_that_keeps_nothing_is_one_line_and_trains_nothing(tmp_path, cap
 
 
 def test_cbafed_own_queue_is_cbafeds_rows_in_its_codes_setting_seeds_0_to_2():
-    """Issue 41, item 5: the four rows of CBAFed's table with the labeled client drawn as its code draws it, three seeds
+    """The four rows of CBAFed's table with the labeled client drawn as its code draws it, three seeds
     each, none of them a run of the `cbafed` queue (the balanced labeled client)."""
     own, balanced = campaign.queue(["cbafed_own"]), campaign.queue(["cbafed"])
     assert len(own) == 12 and {cfg.cbafed_labeled for _, cfg in own} == {"dirichlet"}

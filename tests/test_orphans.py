@@ -1,4 +1,4 @@
-"""Issue 28, part 3: run_all's workers die with the process that started them, however it ends, and a stop
+"""run_all's workers die with the process that started them, however it ends, and a stop
 (SIGTERM, Ctrl-C) stops them as it stops one run. A child process runs run_all over three smoke runs with two
 workers; it is signalled while both workers train (the third run queued), then every worker must be gone within
 10 s, the third run must never have started, and the two stopped runs, resumed here, must give the metrics of an

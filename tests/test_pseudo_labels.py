@@ -100,7 +100,7 @@ def test_the_default_rule_leaves_the_run_key_unchanged():
     assert profile("small", pseudo_label_rule=PL.ALIGNED).key() != cfg.key()
 
 
-# ---------------------------------------------------------------------- label skew diagnostics (issue 41)
+# ---------------------------------------------------------------------- label skew diagnostics
 def _client(truth, probs, rule=PL.CLIENT_ADAPTIVE, tau=0.95):
     lab = PL.select(rule, [np.asarray(probs, dtype=np.float64)], tau, np.ones(3), {})[0]
     return {**lab, "truth": np.asarray(truth)}

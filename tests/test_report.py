@@ -148,7 +148,7 @@ def test_feddure_released_table_takes_each_seeds_last_round_and_leaves_out_rows_
 
 
 def test_notebook_default_folders_are_the_repositorys_from_any_working_directory(tmp_path, monkeypatch):
-    # issue 12 item 11: papermill from the root or from notebooks/ must read and write the clone's results/
+    # papermill from the root or from notebooks/ must read and write the clone's results/
     for cwd in (tmp_path, report.REPO / "notebooks"):
         monkeypatch.chdir(cwd)
         assert report.repo_path("results") == report.REPO / "results"

@@ -1,4 +1,4 @@
-"""Several runs on one GPU (issue 42, item 6): K = runs_per_gpu for run_all and sweeps, its bad values refused in one
+"""Several runs on one GPU: K = runs_per_gpu for run_all and sweeps, its bad values refused in one
 line each (K < 1, K > 1 without a GPU, K runs that overfill the GPU's memory), the workers it gives on CUDA, and the
 per-run memory estimate it is checked with. The GPU itself is faked here (this machine has none)."""
 import os

@@ -1,4 +1,4 @@
-"""The results store touches only what it made, and resumes only its own checkpoints (issue 28, items 1 and 2).
+"""The results store touches only what it made, and resumes only its own checkpoints.
 
 `semifl runs --clean` once removed every subdirectory of the results directory that had no config.json (a checkout's
 .git, a user's notes/); a checkpoint copied from another run was resumed and sealed with that run's numbers."""
@@ -71,7 +71,7 @@ def test_runs_refuses_the_current_directory_and_a_checkout(tmp_path, capsys, giv
 def test_a_checkpoint_from_another_run_is_refused_naming_both_keys(tmp_path):
     mine, other = profile("smoke", rounds=3, seed=0), profile("smoke", rounds=3, seed=1)
     a, b = interrupted(mine, tmp_path / "a", data=DATA), interrupted(other, tmp_path / "b", data=DATA)
-    shutil.copy(b / "checkpoint.pt", a / "checkpoint.pt")    # the swap of the issue
+    shutil.copy(b / "checkpoint.pt", a / "checkpoint.pt")    # the swap a user could make by hand
     with pytest.raises(results.ResultsError, match=rf"corrupt checkpoint \(it belongs to run key {other.key()}, "
                                                    rf"this run's key is {mine.key()}\)"):
         run_mod.run(mine, tmp_path / "a", device="cpu", progress=False, data=DATA)

@@ -24,7 +24,7 @@ def _run(tmp_path, name, accs):
 
 def test_cbafed_best_round_is_taken_after_the_warm_up(tmp_path):
     """In the warm-up only the labeled client trains, the same for every row: a row whose accuracy peaks there must
-    not report the warm-up's peak as its best (issue 43: CBAFed and FedAvg + FixMatch both showed the warm-up's
+    not report the warm-up's peak as its best (CBAFed and FedAvg + FixMatch both showed the warm-up's
     78.2)."""
     cfgs = report.cbafed_configs("small", "fashionmnist", rounds=4)          # 2 warm-up + 2 federated rounds
     assert cfgs[label_of(CBAFED)].cbafed_warmup == 2
@@ -41,7 +41,7 @@ def test_cbafed_best_round_is_taken_after_the_warm_up(tmp_path):
 
 
 def test_cbafed_tables_say_how_the_labeled_client_was_drawn(tmp_path):
-    """Issue 41 item 5: CBAFed's rows in two settings. The table names the labeled client of each (ours balanced,
+    """CBAFed's rows in two settings. The table names the labeled client of each (ours balanced,
     theirs a Dirichlet share), and cbafed_labeled_clients counts what the split gives client 0: the balanced client
     client_labels of every class; the Dirichlet client one share of the whole training set (with the nine unlabeled
     shares it is every image once), skewed, and drawn again for every seed."""
@@ -85,7 +85,7 @@ def test_cbafed_probe_table_averages_the_right_models_over_seeds(tmp_path):
 
 
 def test_long_winners_table_compares_each_winner_with_its_own_partition():
-    """Issue 41's rows of Table 1 at `long`: every configured winner is a row (not run where no run is in), judged
+    """The label-skew study's rows of Table 1 at `long`: every configured winner is a row (not run where no run is in), judged
     against Partially Supervised and against SemiFL at its own partition."""
     from semifl_core.report import configs as C
     cfgs = C.long_winner_configs("long", "fashionmnist", 100)

@@ -127,7 +127,7 @@ def scale_configs(p, ds, n, rounds=None) -> dict:
     return out
 
 
-# Each suspect of the diagnosis changes one thing of the profile (the issue's list); "5x rounds" keeps the cosine
+# Each suspect of the diagnosis changes one thing of the profile (docs/diagnosis.md lists the suspects); "5x rounds" keeps the cosine
 # over all rounds.
 SUSPECTS = {
     "client E=1 (profile E=5)": lambda c: dict(local_epochs=1.0),
@@ -178,7 +178,7 @@ FEDDURE_ROWS = {FEDDURE_PAPER: (FEDDURE, dict(feddure_variant="paper")),
                 label_of(FEDAVG_LABELED): (FEDAVG_LABELED, {}),
                 label_of(FEDAVG_FIXMATCH_CLIENTS): (FEDAVG_FIXMATCH_CLIENTS, {}),
                 label_of(FEDAVG_SL): (FEDAVG_SL, {})}
-# the cells that get extra seeds (the issue's "three for FedDure and FedAvg* under (DIR, DIR)")
+# the cells that get extra seeds (three more for FedDure and FedAvg* under (DIR, DIR))
 FEDDURE_EXTRA = ((FEDDURE_PAPER, label_of(FEDAVG_LABELED)), ("dir-0.5", "dir-0.5"))
 
 
@@ -192,7 +192,7 @@ def feddure_configs(p, dataset, rounds=None, rows=None, settings=FEDDURE_SETTING
             for s in settings for r in rows}
 
 
-# FedDure at its own length (issue 26): the FEDDURE_EXTRA cells at LONG_FACTOR x the profile's rounds; the small
+# FedDure at its own length: the FEDDURE_EXTRA cells at LONG_FACTOR x the profile's rounds; the small
 # variant's 50 become FedDure's 200.
 FEDDURE_LONG_FACTOR = 4
 
@@ -366,7 +366,7 @@ def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
             label_of(PARTIALLY_SUPERVISED): cfgs[label_of(PARTIALLY_SUPERVISED)]}
 
 
-# Issue 41, "why does the few-label fix stop working under label skew?": the rules under Non-IID K=2 at the small
+# "Why does the few-label fix stop working under label skew?": the rules under Non-IID K=2 at the small
 # profile, instrumented (diagnostics=True adds, per evaluated round, pseudo_labels.skew_measures and the client
 # models' per-class accuracy shift; it trains exactly as the plain run).
 SKEW_PARTITION = "non-iid-l-2"
@@ -382,7 +382,7 @@ def label_skew_diagnosis_configs(p, ds, n, rounds=None) -> dict:
     return {f"{row} | {SKEW_PARTITION} (instrumented)": cfg for row, cfg in rows.items()}
 
 
-# Issue 41's fix, fixed before its runs (docs/label_skew.md): SemiFL with the global-adaptive rule at the small
+# The label-skew fix, fixed before its runs (docs/label_skew.md): SemiFL with the global-adaptive rule at the small
 # profile, IID and Non-IID K=2, judged against Partially Supervised and the client-adaptive rule (the few-label
 # study's runs of both).
 def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
@@ -393,7 +393,7 @@ def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# Issue 41's second fix, fixed before any code or run of it (docs/label_skew.md, "The second fix"): FedRS's restricted
+# The second label-skew fix, fixed before any code or run of it (docs/label_skew.md, "The second fix"): FedRS's restricted
 # softmax (alpha 0.5) in SemiFL's client loss, with SemiFL's own fixed rule, small profile, IID and Non-IID K=2, and
 # K=2 instrumented; judged against Partially Supervised and SemiFL with the fixed rule at the same partition.
 FEDRS_ALPHA = 0.5
@@ -441,7 +441,7 @@ def label_skew_remedy_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# Issue 41, "do the few-label winners hold at `long`?": SemiFL with the client-adaptive rule and (FL)^2 at the `long`
+# "Do the few-label winners hold at `long`?": SemiFL with the client-adaptive rule and (FL)^2 at the `long`
 # profile (R=300), IID and Non-IID K=2; Table 1 at `long` shows them beside SemiFL and Partially Supervised.
 LONG_WINNER_PARTITIONS = ("iid", "non-iid-l-2")
 
@@ -465,7 +465,7 @@ def cbafed_configs(p, dataset, rounds=None) -> dict:
     return {label_of(m): profile(p, dataset, algorithm=m, **extra) for m in CBAFED_METHODS}
 
 
-# CBAFed in its released code's setting (issue 41): its code draws the labeled client as its share of one Dirichlet
+# CBAFed in its released code's setting: its code draws the labeled client as its share of one Dirichlet
 # draw over all ten clients (Config.cbafed_labeled="dirichlet", partition.one_dirichlet_draw), where our small variant
 # gives it 600 images of every class; the balanced set makes our lower bound stronger than theirs.
 def cbafed_own_setting_configs(p, dataset, rounds=None) -> dict:
