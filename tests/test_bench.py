@@ -100,6 +100,26 @@ def test_the_step_probe_computes_the_same_gradients_client_by_client_as_vmap(tmp
     assert row["rel_diff"] < rtol(1, longest_sum(2, (3, 32, 32)))   # one step, batch 2 (tests/float_bound.py)
 
 
+def test_the_switch_rule_turns_compile_on_only_under_its_share_with_its_tests_passing():
+    """scripts/choose_switches.py, the rule that makes compile a default: median round <= 0.90 of the default's, and
+    its CUDA tests finished without a failure; otherwise the default stays."""
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "scripts" / "choose_switches.py"
+    spec = importlib.util.spec_from_file_location("choose_switches", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    rows = [{"variant": "default", "round_s": s} for s in (8.0, 8.2)]
+    passed = {"compile": "2 passed in 40.0s"}
+    fast = [{"variant": "+compile", "round_s": s} for s in (9.9, 7.1, 7.2)]   # the first round still compiles
+    assert mod.choose(rows + fast, passed)[0] == "default+compile"             # median 7.2 / 8.1 = 0.89
+    slow = [{"variant": "+compile", "round_s": s} for s in (7.4, 7.5)]
+    assert mod.choose(rows + slow, passed)[0] == "default"                     # 0.92
+    assert mod.choose(rows + fast, {"compile": "FAILED tests/x.py::y\n1 failed, 1 passed"})[0] == "default"
+    assert mod.choose(rows + fast, {"compile": "...."})[0] == "default"        # cut by its time limit
+    assert mod.choose(fast, passed)[0] == "default"                            # nothing to compare with
+
+
 def test_partial_steps_counts_the_steps_the_graph_cannot_take():
     """scripts/partial_steps.py: a step counts when any client trains on a partial batch there (not when a client has
     run out of steps: the graph masks it), and its simulated epochs have the batch sizes tasks.epoch_batches gives."""
