@@ -84,7 +84,7 @@ class Speed:
 
     @classmethod
     def default(cls, device) -> "Speed":
-        """Every change that keeps results (to float rounding) on; graphs and masked steps only on a CUDA device; fp32."""
+        """Every change that keeps results (to float rounding) on; graphs, masked steps: CUDA only; fp32."""
         cuda = torch.device(device).type == "cuda"
         return cls(sync_free=True, flat_sgd=True, cuda_graphs=cuda, sbn_one_pass=cuda, masked_steps=cuda)
 
@@ -307,6 +307,18 @@ def _bf16(model):
     return f
 
 
+KEPT = 4   # step sets an engine keeps between train calls (one per model, loss, client count; a run uses one or two)
+
+
+def _keep(kept: dict, key, value):
+    """value, stored under key as the most recently used of `kept`; the least recently used beyond KEPT dropped."""
+    kept.pop(key, None)
+    kept[key] = value
+    while len(kept) > KEPT:
+        kept.pop(next(iter(kept)))
+    return value
+
+
 class SequentialEngine:
     """The reference: each task trains its own copy of the start model, one after another."""
 
@@ -320,10 +332,8 @@ class SequentialEngine:
         if not (speed.flat_sgd and speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
             return (_ForeachTrainer if speed.flat_sgd else _TorchOptimTrainer)(self.cfg, model, loss_fn, lr, speed)
         key = (id(model), loss_fn)
-        trainer = self._kept.pop(key, None) or _ForeachTrainer(self.cfg, model, loss_fn, lr, speed, lr_on_device=True)
-        self._kept[key] = trainer   # the most recently used last; at most VectorizedEngine.KEPT kept
-        while len(self._kept) > VectorizedEngine.KEPT:
-            self._kept.pop(next(iter(self._kept)))
+        trainer = _keep(self._kept, key, self._kept.get(key) or
+                        _ForeachTrainer(self.cfg, model, loss_fn, lr, speed, lr_on_device=True))
         trainer.lr.fill_(float(lr))
         return trainer
 
@@ -442,8 +452,6 @@ class VectorizedEngine:
         self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
         self._kept = {}
 
-    KEPT = 4   # kept step sets (one per model, loss and client count; a run uses one or two)
-
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None]):
         cfg, n = self.cfg, len(tasks)
         if n == 0:
@@ -457,16 +465,14 @@ class VectorizedEngine:
             isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
         fixed = graphable and (speed.cuda_graphs or speed.compile or masked)
         key = (id(model), loss_fn, n, tuple(sorted(tasks[0].views)))
-        steps = self._kept.pop(key, None) if fixed else None
+        steps = self._kept.get(key) if fixed else None
         if steps is None:
             steps = _ClientSteps(cfg, model, loss_fn, n, dev, speed, masked, fixed, self.mean, self.std, start, states,
                                  lr)
         else:   # captured in an earlier call: the same memory, new weights, momentum and learning rate
             steps.reset(start, states, lr)
-        if fixed:   # capture once per run: kept for the next call (the most recently used last)
-            self._kept[key] = steps
-            while len(self._kept) > self.KEPT:
-                self._kept.pop(next(iter(self._kept)))
+        if fixed:   # capture once per run: kept for the next call
+            _keep(self._kept, key, steps)
         params, stats = steps.run(tasks)
         if fixed:   # the kept buffers are the next call's: hand out copies
             params = {k: v.clone() for k, v in params.items()}

@@ -100,15 +100,20 @@ def test_the_step_probe_computes_the_same_gradients_client_by_client_as_vmap(tmp
     assert row["rel_diff"] < rtol(1, longest_sum(2, (3, 32, 32)))   # one step, batch 2 (tests/float_bound.py)
 
 
+def _script(name: str):
+    """scripts/<name>.py loaded as a module (scripts/ is not a package)."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_the_switch_rule_turns_compile_on_only_under_its_share_with_its_tests_passing():
     """scripts/choose_switches.py, the rule that makes compile a default: median round <= 0.90 of the default's, and
     its CUDA tests finished without a failure; otherwise the default stays."""
-    import importlib.util
-    from pathlib import Path
-    path = Path(__file__).resolve().parents[1] / "scripts" / "choose_switches.py"
-    spec = importlib.util.spec_from_file_location("choose_switches", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _script("choose_switches")
     rows = [{"variant": "default", "round_s": s} for s in (8.0, 8.2)]
     passed = {"compile": "2 passed in 40.0s"}
     fast = [{"variant": "+compile", "round_s": s} for s in (9.9, 7.1, 7.2)]   # the first round still compiles
@@ -123,16 +128,10 @@ def test_the_switch_rule_turns_compile_on_only_under_its_share_with_its_tests_pa
 def test_partial_steps_counts_the_steps_the_graph_cannot_take():
     """scripts/partial_steps.py: a step counts when any client trains on a partial batch there (not when a client has
     run out of steps: the graph masks it), and its simulated epochs have the batch sizes tasks.epoch_batches gives."""
-    import importlib.util
-    from pathlib import Path
-
     import numpy as np
 
     from semifl_core.tasks import epoch_batches
-    path = Path(__file__).resolve().parents[1] / "scripts" / "partial_steps.py"
-    spec = importlib.util.spec_from_file_location("partial_steps", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = _script("partial_steps")
     sizes = [np.array([10, 10, 3, 10, 10, 3]), np.array([10, 4, 10, 4]), np.array([10, 10])]
     assert mod.partial_share(sizes, 10) == (4, 6)          # steps 2, 3, 4 and 6 (1-based); client 3's end is masked
     for n in (7, 40, 463):
