@@ -4,7 +4,7 @@ tau-0 `paper` rounds (median) take
   - compile: at least 10 % less wall time than the default's;
   - masked_steps: no more than the default's (its further gain is in real rounds' partial steps, which tau-0 rounds
     have few of). Decided: on by default on CUDA since 2026-11-28 (BENCHMARKS.md), so no longer in RULE.
-Prints the variant (`default`, `default+masked_steps`, ...) on stdout and the reasoning on stderr.
+Prints the variant (`default` or `default+compile`) on stdout and the reasoning on stderr.
 
     python3 scripts/choose_switches.py ROUNDS_LOG compile=TESTS_LOG
 ROUNDS_LOG holds `ROW {json}` lines from `gpu_step_probe.py --rounds`; each TESTS_LOG the pytest output of that

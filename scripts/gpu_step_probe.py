@@ -281,8 +281,8 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     """Whole rounds at the profile's own E (tau 0: label ratio 1, every client sample trained on), from the same state,
     for each engine.Speed variant: wall time and phases of each timed round (the first round of each variant is an
     untimed short warm-up, two for a compiled one, which still traces in its first full round: it gets a third timed
-    round, so that the median of its rounds is a steady one), and the replay time of the vectorized engine's captured step. No projection from fewer
-    epochs: an 800-round run is 800 such rounds."""
+    round, so that the median of its rounds is a steady one), and the replay time of the vectorized engine's captured
+    step. No projection from fewer epochs: an 800-round run is 800 such rounds."""
     import copy
 
     from semifl_core import bench

@@ -23,12 +23,12 @@ the eager one, a padded step with a mask against the unpadded one. How far apart
 
 Step 3 counts each step's difference once, a first-order bound: a difference made at one step also changes the later
 steps' gradients. Within one round at these learning rates that growth stays well inside the bound (measured margins
-in `MEASURED`: at most a quarter of it). Beyond one round no rounding bound holds: a pseudo-label whose confidence sits at its threshold is taken
-by one path and not the other, and training carries that jump on; so these comparisons stop at one round (or one
-`train` call). Whole runs of two engines end within seed noise (BENCHMARKS.md). A strong view's constant cutout
-squares make exact max-pool ties, which rounding can break either way (the gradient then flows to another pixel): the
-comparisons of the captured, masked and compiled steps train on weak views; those of SemiFL's own client loss, on
-strong views, stayed as far inside the bound as the others (`MEASURED`).
+in `MEASURED`: at most a quarter of it). Beyond one round no rounding bound holds: a pseudo-label whose confidence
+sits at its threshold is taken by one path and not the other, and training carries that jump on; so these comparisons
+stop at one round (or one `train` call). Whole runs of two engines end within seed noise (BENCHMARKS.md). A strong
+view's constant cutout squares make exact max-pool ties, which rounding can break either way (the gradient then flows
+to another pixel): the comparisons of the captured, masked and compiled steps train on weak views; those of SemiFL's
+own client loss, on strong views, stayed as far inside the bound as the others (`MEASURED`).
 
 Not covered: bfloat16 against float32 (Speed.bf16) is not the same computation in another order but a coarser one
 (8-bit mantissas); its tests compare losses to 5 %, a benchmark switch that a run refuses.
@@ -45,8 +45,8 @@ LAMBDA = 10.0
 # The largest share of its bound that the suite's comparisons reached (max |got - want| / (rtol * max |want|)), logged
 # with FLOAT_BOUND_LOG=<file> on a 2-core AMD EPYC without AVX-512, torch 2.14.1, 2026-11-28, over three whole
 # suites: `make test` (ATEN_CPU_CAPABILITY left native = avx2, 2 threads) and ATEN_CPU_CAPABILITY=default at 1 and at
-# 2 threads; the largest of the three suites' maxima. Comparisons
-# made inside pytest.raises (a deliberately wrong path that must fail: 4.9-5.5 of its bound) are not in it.
+# 2 threads; the largest of the three suites' maxima. Comparisons made inside pytest.raises (a deliberately wrong path
+# that must fail: 4.9-5.5 of its bound) are not in it.
 MEASURED = {
     "test_run: one round of each engine, the final model": 0.242,
     "test_skew_losses: a distilling round, both engines": 0.017,
