@@ -142,6 +142,20 @@ def label_skew_vls() -> list[tuple[str, Config]]:
     return _cells(C.VLS)
 
 
+def label_skew_part3_gate() -> list[tuple[str, Config]]:
+    """Part 3's gate (docs/label_skew.md, "Part 3"): each remedy's instrumented Non-IID K=2 runs at `small`, seeds 0-2,
+    the cheap fewer-steps rows first (E=1 about a fifth of the client work)."""
+    return [item for remedy in C.PART3_REMEDIES for item in _gate(remedy)]
+
+
+def label_skew_part3_long() -> list[tuple[str, Config]]:
+    """Part 3 at `long` (300 rounds): the fewer-steps rows at Non-IID K=2 (regardless of their gate), E=1 first."""
+    return [(f"label skew part 3 long: {label} (seed {s})", cfg.replace(seed=s))
+            for remedy in C.PART3_LONG_REGARDLESS
+            for label, cfg in C.label_skew_long_configs("long", "fashionmnist", 100, remedy, (C.SKEW_PARTITION,)).items()
+            for s in (0, 1, 2)]
+
+
 def label_skew_long() -> list[tuple[str, Config]]:
     """The label-skew study's long runs: Partially Supervised at R=800 seeds 1-2 (minutes), then client-adaptive SemiFL and (FL)^2
     at `long` (IID, then Non-IID K=2; client-adaptive IID took 110 CPU minutes a run, (FL)^2 IID about 2.5 hours),
@@ -184,7 +198,8 @@ QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid"
           "label_skew_diagnosis": label_skew_diagnosis, "label_skew_fix": label_skew_fix, "cbafed_own": cbafed_own,
           "label_skew_fedrs": label_skew_fedrs, "label_skew_ntd_gate": label_skew_ntd_gate,
           "label_skew_ntd": label_skew_ntd, "label_skew_vls_gate": label_skew_vls_gate, "label_skew_vls": label_skew_vls,
-          "cbafed_code": cbafed_code}
+          "cbafed_code": cbafed_code, "label_skew_part3_gate": label_skew_part3_gate,
+          "label_skew_part3_long": label_skew_part3_long}
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:

@@ -426,10 +426,36 @@ REMEDY_GATE = {"skew_dacc_unheld": -10.0, "skew_dacc_held": 3.0}
 REMEDY_PARTITIONS = (SKEW_PARTITION, "dir-0.1", "iid")
 
 
+# Part 3 (docs/label_skew.md, "Part 3"), fixed before any code or run of it: FedVLS as its released code trains, a
+# head the clients do not train (FedBABU), and fewer local steps (E=1; separately, no global momentum). The gate is
+# looser than part 2's (half the fixed rule's drop) and has a second way through: the K=2 `small` final held above
+# the fixed rule's. Those that pass go to `long` at K=2 and Dir(0.1); the fewer-steps rows go to `long` K=2 regardless.
+FEDVLS = f"FedVLS as released, lambda {VLS_LAMBDA:g}"
+FROZEN_HEAD = "a head the clients do not train"
+ONE_EPOCH = "one local epoch (E=1)"
+NO_GLOBAL_MOMENTUM = "no global momentum"
+PART3_REMEDIES = {ONE_EPOCH: dict(local_epochs=1.0), NO_GLOBAL_MOMENTUM: dict(global_momentum=0.0)}
+PART3_GATE = {"skew_dacc_unheld": -14.5, "skew_dacc_held": 3.0}
+PART3_LONG_REGARDLESS = (ONE_EPOCH, NO_GLOBAL_MOMENTUM)
+PART3_LONG_PARTITIONS = (SKEW_PARTITION, "dir-0.1")
+
+
+def remedy_overrides(remedy: str) -> dict:
+    """The config fields of a remedy of part 2 (REMEDIES) or part 3 (PART3_REMEDIES), by its row label."""
+    return {**REMEDIES, **PART3_REMEDIES}[remedy]
+
+
 def label_skew_gate_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
-    """{'remedy | SemiFL | Non-IID K=2 (instrumented)': Config}: the gate's runs of one remedy (a REMEDIES key)."""
+    """{'remedy | SemiFL | Non-IID K=2 (instrumented)': Config}: the gate's runs of one remedy (a REMEDIES or
+    PART3_REMEDIES key)."""
     return {f"{remedy} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)": make(
-        p, ds, n, rounds, partition=SKEW_PARTITION, diagnostics=True, **REMEDIES[remedy])}
+        p, ds, n, rounds, partition=SKEW_PARTITION, diagnostics=True, **remedy_overrides(remedy))}
+
+
+def label_skew_long_configs(p, ds, n, remedy, partitions=PART3_LONG_PARTITIONS) -> dict:
+    """{'remedy | SemiFL | partition': Config} at profile p (`long`): a part-3 remedy at each partition."""
+    return {f"{remedy} | {label_of(SEMIFL)} | {part}": make(p, ds, n, partition=part, **remedy_overrides(remedy))
+            for part in partitions}
 
 
 def label_skew_remedy_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
