@@ -1,33 +1,66 @@
 #!/bin/bash
-# The GPU checks of the speed work, in order, as one device call (about 9.5 minutes on an H100 or H200):
-#   1. the CUDA tests of the engine (graphs equal eager, captured once per run, masked steps, bf16; then compile alone
-#      and with masked steps, on CUDA only: the CPU test of compile took 129 s of the device's CPU on 2026-11-28);
-#   2. whole tau-0 `paper` rounds at E=5, the default (masked steps on since 2026-11-28) and +compile, which the rule in
-#      BENCHMARKS.md ("Two switches waiting for a GPU") decides from: scripts/choose_switches.py applies it;
-#   3. real `paper` rounds on Fashion-MNIST at tau 0.95 with the variant the rule chose, for the rest of the call
-#      (label ratio and partial steps beside each round time; start-up, compiles and checkpoints counted).
+# The GPU checks of the speed work as one device call that ends by about 8 minutes on an H100 or H200, leaving the
+# rest of a 15-minute lease for a fixed rerun of the part that failed (PARTS picks them). Parts, in order:
+#   tests  the CUDA tests of the engine (graphs equal eager, captured once per run, masked steps, the fused step, bf16),
+#          then compile alone and with masked steps (CUDA only)                                            <= 150 s
+#   step   one WRN-28-2 on 200 images (TF32 NCHW vs bf16 NHWC, eager vs compiled, captured) and the fused one-pass
+#          client step at 10-80 clients (fp32 and bf16, channels_last, eager and compiled, captured)        <= 110 s
+#   tau0   whole tau-0 `paper` rounds at E=5: the default and +compile; scripts/choose_switches.py applies the
+#          written rule to them                                                                              <= 120 s
+#   real   real `paper` rounds on Fashion-MNIST at tau 0.95 with the variant the rule chose, until 480 s
 # From the repository root, with Fashion-MNIST carried (scripts/bench_gpu.py says how):
-#     command: bash scripts/gpu_checks.sh        carry: [".gl-data"]        timeout_s: 585
-# Each part has its own time limit, so a slow part cannot eat the next one's; outputs go to $OUT when it is set.
+#     command: bash scripts/gpu_checks.sh        carry: [".gl-data"]        timeout_s: 540
+#     a rerun of some parts: PARTS="tau0 real" bash scripts/gpu_checks.sh
+# Every part has its own hard time limit (timeout -k: a run's stop handler takes SIGTERM, so SIGKILL follows 10 s
+# later), so a slow part cannot eat the next one's. Everything it keeps is in $OUT, flat, at most 8 files (what the
+# device tool brings back): checks.log, tests.txt, step.json, tau0.log, tau0.json, real.log, real.json.
 set -u
+PY=${PY:-python3}   # a device machine has no venv: its python3 has torch
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-checks}
+PARTS=${PARTS:-tests step tau0 real}
+END=${END_S:-480}                      # the real rounds stop by then (seconds from the start)
+TMP=$(mktemp -d)
 mkdir -p "$OUT"
 T0=$(date +%s)
-nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader 2>&1 | tee "$OUT/gpu.txt"
-python3 -c "import torch; print('torch', torch.__version__)" | tee -a "$OUT/gpu.txt"
-timeout 60 python3 -m pytest -q tests/test_speed.py -p no:cacheprovider -k "(cuda or masked or kept) and not compil" \
-  > "$OUT/tests-masked.txt" 2>&1; tail -4 "$OUT/tests-masked.txt"
-timeout 100 python3 -m pytest -q tests/test_speed.py -p no:cacheprovider -k "compil and cuda" \
-  > "$OUT/tests-compile.txt" 2>&1; tail -4 "$OUT/tests-compile.txt"
-echo "tests done at $(( $(date +%s) - T0 )) s"
-OUT="$OUT/rounds" timeout 200 python3 scripts/gpu_step_probe.py --rounds \
-  --variants default,+compile > "$OUT/rounds.log" 2>&1; grep -v "^ROW" "$OUT/rounds.log" | tail -8
-echo "rounds done at $(( $(date +%s) - T0 )) s"
-VARIANT=$(python3 scripts/choose_switches.py "$OUT/rounds.log" compile="$OUT/tests-compile.txt" 2> "$OUT/choice.txt")
-cat "$OUT/choice.txt"; echo "real rounds with: ${VARIANT:=default}"
-LEFT=$(( 560 - ( $(date +%s) - T0 ) ))
-MIN=$(python3 -c "print(round(max(0.5, ($LEFT - 25) / 60), 2))")
-OUT="$OUT/real" timeout $LEFT python3 scripts/gpu_real_rounds.py --minutes "$MIN" --variant "$VARIANT" \
-  > "$OUT/real.log" 2>&1; tail -22 "$OUT/real.log"
-echo "all done at $(( $(date +%s) - T0 )) s"
+export PYTHONUNBUFFERED=1
+has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
+say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/checks.log"; }
+{ nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader 2>&1
+  $PY -c "import torch; print('torch', torch.__version__)"; } | tee -a "$OUT/checks.log"
+if has tests; then
+  timeout -k 10 70 $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider \
+    -k "(cuda or masked or kept or fused) and not compil" > "$TMP/tests-masked.txt" 2>&1
+  timeout -k 10 80 $PY -m pytest -q tests/test_speed.py -p no:cacheprovider -k "compil and cuda" \
+    > "$TMP/tests-compile.txt" 2>&1
+  cat "$TMP/tests-masked.txt" "$TMP/tests-compile.txt" > "$OUT/tests.txt"
+  say "tests: $(tail -1 "$TMP/tests-masked.txt") | compile: $(tail -1 "$TMP/tests-compile.txt")"
+fi
+if has step; then
+  OUT="$TMP/step" timeout -k 10 110 $PY scripts/gpu_step_probe.py --fused --deadline 95 > "$TMP/step.log" 2>&1
+  cp "$TMP/step/fused.json" "$OUT/step.json" 2>/dev/null; tail -24 "$TMP/step.log"
+  say "step done"
+fi
+VARIANT=default
+if has tau0; then
+  OUT="$TMP/tau0" timeout -k 10 120 $PY scripts/gpu_step_probe.py --rounds --variants default,+compile \
+    > "$OUT/tau0.log" 2>&1
+  cp "$TMP/tau0/rounds.json" "$OUT/tau0.json" 2>/dev/null; grep -v "^ROW" "$OUT/tau0.log" | tail -6
+  [ -f "$TMP/tests-compile.txt" ] || echo "(no compile tests in this call: compile stays off)" > "$TMP/tests-compile.txt"
+  VARIANT=$($PY scripts/choose_switches.py "$OUT/tau0.log" compile="$TMP/tests-compile.txt" 2>> "$OUT/tau0.log")
+  say "rule: $(tail -2 "$OUT/tau0.log" | tr '\n' ' ')-> real rounds with: ${VARIANT:=default}"
+fi
+if has real; then
+  LEFT=$(( END - ( $(date +%s) - T0 ) ))
+  if [ "$LEFT" -lt 60 ]; then
+    say "real: skipped, $LEFT s left before $END s"
+  else
+    MIN=$($PY -c "print(round(($LEFT - 30) / 60, 2))")
+    OUT="$TMP/real" timeout -k 10 "$LEFT" $PY scripts/gpu_real_rounds.py --minutes "$MIN" --variant "$VARIANT" \
+      > "$OUT/real.log" 2>&1
+    cp "$TMP/real/rounds.json" "$OUT/real.json" 2>/dev/null; tail -6 "$OUT/real.log"
+    say "real done"
+  fi
+fi
+say "all done; kept: $(ls "$OUT" | tr '\n' ' ')($(ls "$OUT" | wc -l) files: at most 8 come back)"
+rm -rf "$TMP"

@@ -276,13 +276,31 @@ def speed_variant(name: str, dev):
     return dataclasses.replace(speed, **{sw: True for sw in switches})
 
 
+def fresh_state(start, model):
+    """A copy of state `start` that trains the given model object (its weights set to start's): every timed round of
+    a variant trains the same object, so the steps its engine captured (and compiled) in the warm-up are reused, as in
+    a run (the engine keeps them per model object; a deep copy per round would capture and compile them again)."""
+    import copy
+
+    from semifl_core.models import load_weights
+    st = copy.deepcopy(start)
+    load_weights(model, st.model.state_dict())
+    st.model = model
+    st.global_opt = torch.optim.SGD(model.parameters(), **{k: v for k, v in start.global_opt.defaults.items()
+                                                           if k in ("lr", "momentum")})
+    return st
+
+
 def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "default"),
                   repeats: int = 2) -> list[dict]:
     """Whole rounds at the profile's own E (tau 0: label ratio 1, every client sample trained on), from the same state,
-    for each engine.Speed variant: wall time and phases of each timed round (the first round of each variant is an
-    untimed short warm-up, two for a compiled one, which still traces in its first full round: it gets a third timed
-    round, so that the median of its rounds is a steady one), and the replay time of the vectorized engine's captured
-    step. No projection from fewer epochs: an 800-round run is 800 such rounds."""
+    for each engine.Speed variant: wall time and phases of each timed round, and the replay time of the vectorized
+    engine's captured step. No projection from fewer epochs: an 800-round run is 800 such rounds.
+
+    Warm-up, untimed: short rounds (six steps a client, the sixth its first partial batch, so the padded step is
+    captured and compiled there too), twice for a compiled variant (it recompiles on its second call); every round of
+    a variant trains the same model object (fresh_state), so nothing is captured or compiled inside a timed round. A
+    compiled variant still gets a third timed round, and the median of a variant's rounds is reported."""
     import copy
 
     from semifl_core import bench
@@ -299,12 +317,13 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
             if dev.type != "cuda":   # smoke: the same code paths without CUDA
                 speed = dataclasses.replace(speed, cuda_graphs=False, sbn_one_pass=False)
             exp = Experiment(cfg, data, dev, speed)
-            with bench.short_client_training(exp, dev):   # a compiled step recompiles on its second call: warm twice
+            model = copy.deepcopy(start.model)
+            graphs.clear()   # this variant's captured steps: made in the warm-up, replayed in the timed rounds
+            with bench.short_client_training(exp, dev, through_partial=True):   # compiled: recompiles on call 2
                 for _ in range(2 if speed.compile else 1):
-                    exp.round(copy.deepcopy(start), 0)
+                    exp.round(fresh_state(start, model), 0)
             for i in range(1 if v == "baseline" else repeats + bool(speed.compile)):
-                graphs.clear()
-                st = copy.deepcopy(start)
+                st = fresh_state(start, model)
                 bench._sync(dev)
                 t = time.perf_counter()
                 m = exp.round(st, 0)

@@ -215,15 +215,25 @@ def speed_variants(device) -> list[tuple[str, object]]:
     return out[:1] + ([("default", default)] if default not in (base, together) else []) + [("all", together)] + out[1:]
 
 
-def _cut(tasks, steps: int) -> list:
+def _cut(tasks, steps: int, through_partial: bool = False) -> list:
+    """Each task's first `steps` steps; through_partial: its first steps - 1 and then its first partial step (a last
+    batch of an epoch), if it has one, so that a warm-up also runs (captures, compiles) the padded step."""
     from .tasks import Task
-    return [Task({k: v[:steps] for k, v in t.views.items()}, t.size[:steps]) for t in tasks]
+    out = []
+    for t in tasks:
+        keep = np.arange(min(steps, t.steps))
+        partial = np.flatnonzero(t.size < t.size.max()) if through_partial else []
+        if len(partial) and len(keep):
+            keep = np.append(keep[:-1], partial[0]) if partial[0] >= len(keep) else keep
+        out.append(Task({k: v[keep] for k, v in t.views.items()}, t.size[keep]))
+    return out
 
 
 @contextmanager
-def short_client_training(exp, device, counts: dict | None = None, steps=(2, 6)):
+def short_client_training(exp, device, counts: dict | None = None, steps=(2, 6), through_partial: bool = False):
     """For rounds of exp inside the block: client training runs only the first steps[1] steps of each task (an
-    untimed warm round). With `counts`, a second unprofiled training (a compiled step recompiles on its second call,
+    untimed warm round); through_partial: the last of them each task's first partial step, if it has one (so the
+    padded step of masked_steps is captured and compiled in the warm round, not inside a timed one). With `counts`, a second unprofiled training (a compiled step recompiles on its second call,
     when the learning rate turns dynamic: that tracing stays outside the counted window), then two more of steps[0]
     and steps[1] steps profiled; counts gets the ops per client step between them (op_counts; with fewer steps than
     steps[0], the ops of the whole short training over its client steps). Counts that come out negative (something
@@ -235,7 +245,7 @@ def short_client_training(exp, device, counts: dict | None = None, steps=(2, 6))
             return train(model, tasks, loss_fn, lr, states, *args, **kwargs)
         s2 = min(steps[1], min(t.steps for t in tasks))
         s1 = steps[0] if steps[0] < s2 else 0
-        out = train(model, _cut(tasks, s2), loss_fn, lr, states, *args, **kwargs)
+        out = train(model, _cut(tasks, s2, through_partial), loss_fn, lr, states, *args, **kwargs)
         if counts is not None:
             def ops(s):
                 return op_counts(lambda: train(model, _cut(tasks, s), loss_fn, lr, states, *args, **kwargs), device)
