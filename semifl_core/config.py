@@ -36,6 +36,9 @@ fedrs_alpha            FedRS's restricted softmax in SemiFL's client loss: the l
 ntd_beta, ntd_tau      FedNTD's not-true distillation in SemiFL's client loss: beta (0: off) and
                        the temperature tau of its KL term on the fix samples
 vls_lambda             FedVLS's vacant-class distillation in SemiFL's client loss (0: off)
+vls_variant            term: that distillation alone (on the fix samples); released: FedVLS's
+                       released client loss (prior-corrected CE, LADE, the KL on every image)
+frozen_head            FedBABU in SemiFL's clients: the classifier head not trained locally
 rng_streams            where a round's randomness comes from: one stream for the round
                        ("round") or one per client ("client"), which a client drawing
                        in its own process (the Flower app) can reproduce
@@ -123,6 +126,9 @@ class Config:
     ntd_tau: float = 1.0                 # on a client's fix samples, and its temperature; beta 0 = off
     vls_lambda: float = 0.0              # FedVLS (Guo et al., AAAI 2025): lambda of the distillation over a client's
                                          # vacant classes (no pseudo-label in its fix set); 0 = off
+    vls_variant: str = "term"            # term: that distillation alone | released: FedVLS's released client loss
+                                         # (methods/skew_losses.FedVLS: its absent classes are < 5 % of the fix set)
+    frozen_head: bool = False            # FedBABU (Oh et al., ICLR 2022): the clients do not train the classifier
     client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
     # server (labeled) training
     finetune: bool = True
@@ -289,11 +295,22 @@ class Config:
                 bad(name, f"distils the global model on SemiFL's pseudo-labeled fix samples, which only {SEMIFL} with "
                           f"global_pseudo_labels=true trains ({self.algorithm}"
                           f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} has none); use 0")
+        if self.vls_variant not in ("term", "released"):
+            bad("vls_variant", "allowed are 'term' (the vacant-class term alone), 'released' (FedVLS's released "
+                               "client loss)")
+        if self.vls_variant != "term" and self.vls_lambda == 0:
+            bad("vls_variant", f"{self.vls_variant!r} chooses how FedVLS runs, which is off (vls_lambda=0): set "
+                               "vls_lambda > 0 (FedVLS: 0.1) or leave vls_variant at 'term'")
+        if self.frozen_head and (self.algorithm != SEMIFL or not self.global_pseudo_labels):
+            bad("frozen_head", f"freezes the head in SemiFL's client training, which only {SEMIFL} with "
+                               f"global_pseudo_labels=true runs ({self.algorithm}"
+                               f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'}); use false")
         remedies = [n for n, on in (("fedrs_alpha", self.fedrs_alpha != 1), ("ntd_beta", self.ntd_beta > 0),
-                                    ("vls_lambda", self.vls_lambda > 0)) if on]
+                                    ("vls_lambda", self.vls_lambda > 0), ("frozen_head", self.frozen_head)) if on]
         if len(remedies) > 1:
-            bad(remedies[-1], f"and {' and '.join(remedies[:-1])} are remedies for one effect: run them apart (one "
-                              "at a time; fedrs_alpha=1, ntd_beta=0 and vls_lambda=0 are off)")
+            bad(remedies[-1], f"and {' and '.join(remedies[:-1])} are remedies for one effect, and together they are "
+                              "not defined: run them apart (one at a time; fedrs_alpha=1, ntd_beta=0, vls_lambda=0 "
+                              "and frozen_head=false are off)")
         if self.ntd_tau != 1 and self.ntd_beta == 0:
             bad("ntd_tau", "sets the temperature of the not-true distillation, which is off (ntd_beta=0): leave it at 1 "
                            "or set ntd_beta > 0")
@@ -456,7 +473,7 @@ LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": 
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
                 "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper", "cbafed_warmup": 0,
                 "cbafed_variant": "paper", "cbafed_labeled": "balanced", "fedrs_alpha": 1.0, "ntd_beta": 0.0,
-                "ntd_tau": 1.0, "vls_lambda": 0.0}
+                "ntd_tau": 1.0, "vls_lambda": 0.0, "vls_variant": "term", "frozen_head": False}
 
 
 def run_key(config: dict) -> str:

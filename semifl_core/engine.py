@@ -1,9 +1,11 @@
 """Local training of several models (the active clients of a round, or the server) from the same start, on a loss
 function it is given. The engine knows no method: a method builds the tasks (tasks.make_tasks) and the loss.
 
-A loss function is `loss_fn(f, inputs) -> (loss, aux)`: f maps a normalised image batch to logits, inputs is one
-step of a Task with its uint8 images normalised, aux a 1-D tensor of counts the method wants summed over the steps
-(may be empty). `train` returns the trained weights stacked along a leading model dimension, each model's SGD
+A loss function is `loss_fn(f, inputs) -> (loss, aux)`: f is the network being trained (a `Net`: f(x) its logits on a
+normalised image batch, f.parts(x1, x2) two batches in one forward, f.params the weights being trained, f.start the
+weights the round started from, f.at(w, x) the logits at other weights), inputs is one step of a Task with its uint8
+images normalised, aux a 1-D tensor of counts the method wants summed over the steps (may be empty). A loss may
+leave parameters untrained (`frozen`). `train` returns the trained weights stacked along a leading model dimension, each model's SGD
 momentum, and per model the sums over its steps of [loss, *aux]. Both engines consume the same tasks, so they
 train on identical inputs:
 
@@ -37,7 +39,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from .augment import normalize
 from .errors import ConfigError
-from .models import valid_samples
+from .models import StaticBatchNorm2d, batch_parts, valid_samples
 from .tasks import Task
 
 
@@ -65,6 +67,11 @@ class Speed:
                  have full batches.
                  Needs flat_sgd. Models with plain BN (norm=bn) and losses not graph_safe keep their eager partial
                  steps. On by default on CUDA (measured on an H200: BENCHMARKS.md, "The two switches measured")
+    one_forward  Net.parts: several batches of one size (SemiFL's fix and mix batches) in one forward whose static BN
+                 takes each batch's statistics apart (models.batch_parts), instead of one forward each: what the
+                 authors' two calls compute, equal up to float rounding, in half the kernels. Static BN and GroupNorm
+                 only (plain BN keeps two forwards). On by default (measured on the CPU: BENCHMARKS.md, "One forward
+                 a client step")
     compile      torch.compile (inductor) of the vectorized engine's full-batch step (graph_safe losses), inside its
                  CUDA graph when cuda_graphs is on. Needs flat_sgd. Equal up to float rounding. Off by default: it
                  met the written rule on its own on an H200, but not yet run on a GPU together with masked_steps (the
@@ -77,6 +84,7 @@ class Speed:
     bf16: bool = False
     masked_steps: bool = False
     compile: bool = False
+    one_forward: bool = False
 
     @classmethod
     def baseline(cls) -> "Speed":
@@ -86,7 +94,8 @@ class Speed:
     def default(cls, device) -> "Speed":
         """Every change that keeps results (to float rounding) on; graphs, masked steps: CUDA only; fp32."""
         cuda = torch.device(device).type == "cuda"
-        return cls(sync_free=True, flat_sgd=True, cuda_graphs=cuda, sbn_one_pass=cuda, masked_steps=cuda)
+        return cls(sync_free=True, flat_sgd=True, cuda_graphs=cuda, sbn_one_pass=cuda, masked_steps=cuda,
+                   one_forward=True)
 
     def check(self, device) -> "Speed":
         """self, if this device can run it; ConfigError (one line) otherwise."""
@@ -126,6 +135,90 @@ def graph_safe(loss_fn):
     counts of those only). Unmarked losses always run eagerly on un-padded batches."""
     loss_fn.graph_safe = True
     return loss_fn
+
+
+def frozen(loss_fn, *prefixes: str):
+    """loss_fn, training only the parameters whose names start with none of `prefixes` (e.g. "fc.": the classifier
+    head): the others keep their start weights through local training, no gradient step, no weight decay, no
+    momentum (their momentum buffers are handed back as they came). A new function; graph_safe carries over."""
+    def loss(f, b):
+        return loss_fn(f, b)
+    loss.frozen = tuple(getattr(loss_fn, "frozen", ())) + prefixes
+    loss.graph_safe = getattr(loss_fn, "graph_safe", False)
+    return loss
+
+
+def frozen_names(loss_fn, names) -> set:
+    """The parameter names that loss_fn leaves untrained (`frozen`)."""
+    prefixes = getattr(loss_fn, "frozen", ())
+    return {n for n in names if n.startswith(prefixes)} if prefixes else set()
+
+
+def loss_key(loss_fn):
+    """What identifies a loss for reusing a captured step between train calls: its code, the values its closure
+    holds and its marks (graph_safe, frozen), so that a loss built anew every round from the same code and values
+    (a closure, a `frozen` wrapper) reuses the step; the function object itself where these are not hashable."""
+    code = getattr(loss_fn, "__code__", None)
+    if code is None:
+        return loss_fn
+    key = (code, tuple(c.cell_contents for c in loss_fn.__closure__ or ()), loss_fn.__defaults__,
+           getattr(loss_fn, "graph_safe", False), getattr(loss_fn, "frozen", ()))
+    try:
+        hash(key)
+    except TypeError:
+        return loss_fn
+    return key
+
+
+class Net:
+    """What a loss function gets as f: the network being trained, in one engine's way of running it.
+
+    f(x)           its logits on a normalised image batch (training mode: static BN takes the batch's statistics)
+    f.parts(*xs)   the logits of several batches of one size, each normalised by its own batch statistics, as a
+                   tuple: one forward of them all (Speed.one_forward, static BN and GroupNorm) or one each;
+                   f.parts(*xs, weights=w) the same at weights w
+    f.params       the weights being trained, name -> tensor (differentiable: a loss may read them, e.g. a proximal
+                   term (mu/2) ||w - w_start||^2)
+    f.start        the weights the train call started from (the global model the clients received), name -> tensor,
+                   constant
+    f.at(w, x)     the logits of the same network at weights w (name -> tensor, all of them), training mode: e.g.
+                   f.at(f.start, x), the received model with the same batch statistics as the student
+    In the vectorized engine all of these are one client's (inside vmap); every one is graph-safe."""
+
+    def __init__(self, forward, params: dict, start: dict, at, one_forward: bool):
+        self._forward, self.params, self.start, self._at, self._one = forward, params, start, at, one_forward
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        return self._forward(x)
+
+    def parts(self, *xs: torch.Tensor, weights: dict | None = None) -> tuple:
+        net = self if weights is None else (lambda x: self.at(weights, x))
+        if len(xs) == 1 or not self._one:
+            return tuple(net(x) for x in xs)
+        with batch_parts(len(xs)):
+            return net(torch.cat(xs)).chunk(len(xs))
+
+    def at(self, weights: dict, x: torch.Tensor) -> torch.Tensor:
+        return self._at(weights, x)
+
+
+def _one_forward(model, speed) -> bool:
+    """Whether Net.parts may run one forward for this model: static BN (or none, or GroupNorm), not plain BN."""
+    return speed.one_forward and not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+
+
+def module_net(model, speed: Speed | None = None, start: dict | None = None) -> Net:
+    """A Net over an nn.Module (the sequential engine's, and a test's way to call a loss): its parameters are the
+    weights being trained; start: the round's start weights (default: a copy of the current ones)."""
+    speed = speed or Speed.default("cpu")
+    start = start if start is not None else {k: v.detach().clone() for k, v in model.named_parameters()}
+    buffers = dict(model.named_buffers())
+
+    def at(weights, x):
+        with torch.autocast(x.device.type, dtype=torch.bfloat16, cache_enabled=False, enabled=speed.bf16):
+            return functional_call(model, (weights, buffers), (x,)).float()
+    return Net(_bf16(model) if speed.bf16 else model, dict(model.named_parameters()), start, at,
+               _one_forward(model, speed))
 
 
 def batch_mean(v: torch.Tensor, b: dict) -> torch.Tensor:
@@ -194,7 +287,7 @@ class FlatModels:
     functional_call take as they are, and each elementwise operation of an SGD step is one kernel over all tensors of
     all models. Updated in place (a captured CUDA graph keeps pointing at the same memory)."""
 
-    def __init__(self, start: dict, states: list, cfg, lr: float, lr_on_device: bool = False):
+    def __init__(self, start: dict, states: list, cfg, lr: float, lr_on_device: bool = False, frozen=()):
         self.cfg, self.n, self.shapes = cfg, len(states), {k: v.shape for k, v in start.items()}
         self.bounds = np.cumsum([0] + [self.n * v.numel() for v in start.values()])
         self.p, self.m = self._weights(start), self._momentum(start, states)
@@ -204,6 +297,10 @@ class FlatModels:
         self.lr = torch.full((), float(lr), device=dev) if lr_on_device else lr
         # the model each element belongs to: per-model values (clip factors, masks) reach every element in one gather
         self.owner = torch.cat([torch.arange(self.n, device=dev).repeat_interleave(v.numel()) for v in start.values()])
+        # the elements a `frozen` loss leaves untrained (None: it trains them all)
+        self.frozen_keys = set(frozen)
+        self.frozen = None if not frozen else torch.cat([torch.full((self.n * v.numel(),), k in frozen, device=dev)
+                                            for k, v in start.items()])
 
     def _weights(self, start: dict) -> torch.Tensor:
         return self.pack({k: v.detach().expand(self.n, *v.shape) for k, v in start.items()})
@@ -239,7 +336,10 @@ class FlatModels:
     def step(self, grads: dict, rows: torch.Tensor | None = None, active: torch.Tensor | None = None,
              one_reduction: bool = False) -> None:
         """One SGD step (clip_grad_norm_ first) of the models in rows (None: all) from their gradients (rows' order);
-        active: (n,) bool, the models to update (the others keep their weights and momentum)."""
+        active: (n,) bool, the models to update (the others keep their weights and momentum). Parameters a `frozen`
+        loss leaves untrained keep theirs too, and their gradients count in no clipping norm."""
+        if self.frozen is not None:
+            grads = {k: torch.zeros_like(g) if k in self.frozen_keys else g for k, g in grads.items()}
         cfg, g = self.cfg, self.pack(grads, rows)
         if cfg.clip_norm > 0:
             coef = clip_coefficients(list(grads.values()), cfg.clip_norm, one_reduction)
@@ -247,8 +347,9 @@ class FlatModels:
                 coef = torch.ones(self.n, device=coef.device).index_copy(0, rows, coef)
             g = g * coef[self.owner]
         p, m = sgd_update(self.p, self.m, g, self.lr, cfg)
-        if active is not None:
-            keep = active[self.owner]
+        if active is not None or self.frozen is not None:
+            keep = active[self.owner] if active is not None else torch.ones_like(self.owner, dtype=torch.bool)
+            keep = keep if self.frozen is None else keep & ~self.frozen
             p, m = torch.where(keep, p, self.p), torch.where(keep, m, self.m)
         self.p.copy_(p)
         self.m.copy_(m)
@@ -331,10 +432,11 @@ class SequentialEngine:
         run: the model's weights and momentum are reloaded in place, the learning rate is a device tensor)."""
         if not (speed.flat_sgd and speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
             return (_ForeachTrainer if speed.flat_sgd else _TorchOptimTrainer)(self.cfg, model, loss_fn, lr, speed)
-        key = (id(model), loss_fn)
+        key = (id(model), loss_key(loss_fn))
         trainer = _keep(self._kept, key, self._kept.get(key) or
                         _ForeachTrainer(self.cfg, model, loss_fn, lr, speed, lr_on_device=True))
         trainer.lr.fill_(float(lr))
+        trainer.loss_fn = loss_fn
         return trainer
 
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None],
@@ -348,6 +450,7 @@ class SequentialEngine:
         results, new_states, stats, step_losses = [], [], [], []
         model.train()
         trainer = self._trainer(model, loss_fn, lr, speed)
+        trainer.set_start({n: start[n] for n in names})
         for task, state in zip(tasks, states):
             model.load_state_dict(start)
             trainer.begin(state)
@@ -376,19 +479,38 @@ class SequentialEngine:
         return stacked, new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
 
 
-class _TorchOptimTrainer:
+class _SequentialTrainer:
+    """What both of the sequential engine's trainers share: the Net its loss gets (start weights in static memory),
+    and which parameters the loss trains (`frozen`)."""
+
+    def __init__(self, cfg, model, loss_fn, speed):
+        self.cfg, self.model, self.loss_fn = cfg, model, loss_fn
+        params = dict(model.named_parameters())
+        self.start = {k: v.detach().clone() for k, v in params.items()}
+        self.f = module_net(model, speed, self.start)
+        fixed = frozen_names(loss_fn, params)
+        self.trained = [(n, p) for n, p in params.items() if n not in fixed]
+
+    def set_start(self, start: dict) -> None:
+        with torch.no_grad():
+            for k, v in self.start.items():
+                v.copy_(start[k])
+
+
+class _TorchOptimTrainer(_SequentialTrainer):
     """The sequential engine's steps with torch.optim.SGD and clip_grad_norm_ (Speed.flat_sgd off)."""
 
     def __init__(self, cfg, model, loss_fn, lr, speed):
-        self.cfg, self.model, self.loss_fn, self.lr = cfg, model, loss_fn, lr
-        self.f = _bf16(model) if speed.bf16 else model
+        super().__init__(cfg, model, loss_fn, speed)
+        self.lr = lr
 
     def begin(self, state):
         cfg = self.cfg
-        self.opt = torch.optim.SGD(self.model.parameters(), lr=self.lr, momentum=cfg.momentum,
+        self.state = state
+        self.opt = torch.optim.SGD([p for _, p in self.trained], lr=self.lr, momentum=cfg.momentum,
                                    weight_decay=cfg.weight_decay, nesterov=cfg.nesterov)
         if state is not None:
-            for name, p in self.model.named_parameters():
+            for name, p in self.trained:
                 self.opt.state[p]["momentum_buffer"] = state[name].clone()
 
     def step(self, inputs, full: bool) -> torch.Tensor:
@@ -396,32 +518,37 @@ class _TorchOptimTrainer:
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
         if self.cfg.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.clip_norm)
+            torch.nn.utils.clip_grad_norm_([p for _, p in self.trained], self.cfg.clip_norm)
         self.opt.step()
+        for p in self.model.parameters():   # a frozen parameter's gradient is never used
+            p.grad = None
         return torch.cat([loss.detach()[None], aux])
 
     def momentum(self, state) -> dict:
-        return {n: self.opt.state[p]["momentum_buffer"].clone() for n, p in self.model.named_parameters()
-                if "momentum_buffer" in self.opt.state[p]}
+        kept = {n: v.clone() for n, v in (state or {}).items() if n not in dict(self.trained)}
+        return {**kept, **{n: self.opt.state[p]["momentum_buffer"].clone() for n, p in self.trained
+                           if "momentum_buffer" in self.opt.state[p]}}
 
 
-class _ForeachTrainer:
+class _ForeachTrainer(_SequentialTrainer):
     """The sequential engine's steps as one function (Speed.flat_sgd): gradients by torch.autograd.grad, then
     clip_grads_ and sgd_ on the model's parameters and momentum buffers in place; with Speed.cuda_graphs (and a
     graph_safe loss) the full-batch step is captured once and replayed for every task of every `train` call of the
     run (SequentialEngine._trainer keeps it; lr_on_device: the learning rate a device tensor the graph reads)."""
 
     def __init__(self, cfg, model, loss_fn, lr, speed, lr_on_device: bool = False):
-        self.cfg, self.loss_fn = cfg, loss_fn
+        super().__init__(cfg, model, loss_fn, speed)
         self.lr = torch.full((), float(lr), device=next(model.parameters()).device) if lr_on_device else lr
-        self.f = _bf16(model) if speed.bf16 else model
-        self.names, self.params = zip(*model.named_parameters())
+        self.names, self.params = zip(*self.trained)
+        every = dict(model.named_parameters())
         self.bufs = [torch.zeros_like(p) for p in self.params]
+        self.fixed = {n: (p, torch.zeros_like(p)) for n, p in every.items() if n not in self.names}   # frozen
         self.graph = CapturedStep(self._step) if speed.cuda_graphs and getattr(loss_fn, "graph_safe", False) else None
 
     def begin(self, state):
         with torch.no_grad():
-            for name, b in zip(self.names, self.bufs):
+            pairs = [*zip(self.names, self.bufs), *((n, b) for n, (_, b) in self.fixed.items())]
+            for name, b in pairs:
                 if state is None:
                     b.zero_()
                 else:
@@ -441,7 +568,8 @@ class _ForeachTrainer:
 
     def momentum(self, state) -> dict:
         if self.cfg.momentum:
-            return {n: b.clone() for n, b in zip(self.names, self.bufs)}
+            return {**{n: b.clone() for n, (_, b) in self.fixed.items()},
+                    **{n: b.clone() for n, b in zip(self.names, self.bufs)}}
         return {n: v.clone() for n, v in state.items()} if state is not None else {}
 
 
@@ -513,17 +641,23 @@ class _ClientSteps:
                 return functional_call(model, (p, buffers), (x.to(torch.bfloat16),)).float()
             return functional_call(model, (p, buffers), (x,))
 
+        self.start = {k: v.detach().clone() for k, v in start.items()}   # static: a kept step reads it in place
+        one = _one_forward(model, speed)
+
         def step_loss(p, inputs):
             with valid_samples(inputs.get("valid")):   # None unless a padded step (masked_steps)
-                loss, aux = loss_fn(lambda x: forward(p, x), inputs)
+                loss, aux = loss_fn(Net(lambda x: forward(p, x), p, self.start, forward, one), inputs)
             return loss, torch.cat([loss.detach()[None], aux])
+
+        self.frozen = frozen_names(loss_fn, start)
 
         self.grad_all = vmap(grad(step_loss, has_aux=True))
         self.grad_one = grad(step_loss, has_aux=True)
         self.one_reduction = dev.type != "cpu"   # clip norms: the CPU keeps the reference's order of sums (bit-identical)
         self.stats = None
         if speed.flat_sgd:
-            self.flat = FlatModels(start, states, cfg, lr, lr_on_device=fixed and speed.cuda_graphs)
+            self.flat = FlatModels(start, states, cfg, lr, lr_on_device=fixed and speed.cuda_graphs,
+                                   frozen=self.frozen)
             self.params = self.flat.params
         else:
             self.lr = lr
@@ -543,6 +677,9 @@ class _ClientSteps:
     def reset(self, start: dict, states: list, lr: float) -> None:
         """A new train call on kept steps: the start weights, the clients' momentum, the learning rate, zero stats."""
         self.flat.reset(start, states, lr)
+        with torch.no_grad():
+            for k, v in self.start.items():
+                v.copy_(start[k])
         if self.stats is not None:
             self.stats.zero_()
 
@@ -599,6 +736,7 @@ class _ClientSteps:
                 self.flat.step(grads, None if whole else idx, None if whole else mask,
                                one_reduction=self.one_reduction)
             else:
+                grads = {k: g for k, g in grads.items() if k not in self.frozen}
                 VectorizedEngine._sgd(self.cfg, self.params, self.momentum, grads, None if whole else idx, self.lr)
             aux = torch.cat(aux)
             if self.stats is None:

@@ -17,12 +17,14 @@ from .augment import normalize
 
 
 _VALID = None   # the real samples of a padded batch while valid_samples is active (Speed.masked_steps), else None
+_PARTS = 1      # while batch_parts is active: a training batch is that many batches of one size, one after the other
 
 
 @contextmanager
 def valid_samples(mask: torch.Tensor | None):
     """Within it, static BN in training mode takes its batch statistics over the samples where mask (B,) is True
-    only, so a batch padded to a fixed size normalises its real samples as they alone would be (None: all samples)."""
+    only, so a batch padded to a fixed size normalises its real samples as they alone would be (None: all samples).
+    Inside batch_parts, the mask is each part's."""
     global _VALID
     saved, _VALID = _VALID, mask
     try:
@@ -31,14 +33,37 @@ def valid_samples(mask: torch.Tensor | None):
         _VALID = saved
 
 
+@contextmanager
+def batch_parts(parts: int):
+    """Within it, static BN in training mode reads a batch as `parts` batches of one size one after the other and
+    normalises each by its own statistics: one forward of them computes what one forward per part computes (SemiFL's
+    fix and mix batches, engine.Net.parts)."""
+    global _PARTS
+    saved, _PARTS = _PARTS, parts
+    try:
+        yield
+    finally:
+        _PARTS = saved
+
+
+def part_batch_norm(x, parts: int, valid, weight, bias, eps: float):
+    """F.batch_norm in training mode on each of `parts` equal consecutive blocks of the batch x (parts * B, C, H, W),
+    each block with its own mean and biased variance over its samples where valid (B,) is True (None: all of them);
+    every sample is normalised with its block's (a padded sample's output is some value its loss then ignores)."""
+    if valid is None:   # native batch norm per block
+        return torch.cat([F.batch_norm(p, None, None, weight, bias, True, 0.0, eps) for p in x.chunk(parts)])
+    g = x.unflatten(0, (parts, -1))                                             # (P, B, C, H, W)
+    m = valid.to(x.dtype).view(1, -1, 1, 1, 1)
+    count = m.sum() * x.shape[2] * x.shape[3]
+    mean = (g * m).sum(dim=(1, 3, 4), keepdim=True) / count
+    var = ((g - mean).square() * m).sum(dim=(1, 3, 4), keepdim=True) / count
+    return ((g - mean) * (torch.rsqrt(var + eps) * weight.view(-1, 1, 1)) + bias.view(-1, 1, 1)).flatten(0, 1)
+
+
 def masked_batch_norm(x, valid, weight, bias, eps: float):
     """F.batch_norm in training mode with the mean and biased variance over the samples where valid (B,) is True;
     every sample is normalised with them (a padded sample's output is some value its loss then ignores)."""
-    m = valid.to(x.dtype).view(-1, 1, 1, 1)
-    count = m.sum() * x.shape[2] * x.shape[3]
-    mean = (x * m).sum(dim=(0, 2, 3), keepdim=True) / count
-    var = ((x - mean).square() * m).sum(dim=(0, 2, 3), keepdim=True) / count
-    return (x - mean) * torch.rsqrt(var + eps) * weight.view(1, -1, 1, 1) + bias.view(1, -1, 1, 1)
+    return part_batch_norm(x, 1, valid, weight, bias, eps)
 
 
 class StaticBatchNorm2d(nn.Module):
@@ -64,8 +89,8 @@ class StaticBatchNorm2d(nn.Module):
                 if self.group:
                     return self.grouped(x)
                 self.record.append((x.mean(dim=(0, 2, 3))[None], x.var(dim=(0, 2, 3), unbiased=True)[None]))
-        if _VALID is not None:
-            return masked_batch_norm(x, _VALID, self.weight, self.bias, self.eps)
+        if _VALID is not None or _PARTS > 1:
+            return part_batch_norm(x, _PARTS, _VALID, self.weight, self.bias, self.eps)
         return F.batch_norm(x, None, None, self.weight, self.bias, True, 0.0, self.eps)
 
     def grouped(self, x):

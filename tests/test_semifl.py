@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from float_bound import assert_near, longest_sum, rtol
 from semifl_core.augment import mixup
-from semifl_core.engine import cosine_lr
+from semifl_core.engine import cosine_lr, module_net
 from semifl_core.methods import semifl, skew_losses
 from semifl_core.tasks import epoch_batches
 from semifl_core.config import profile
@@ -91,14 +91,14 @@ def test_fix_mix_loss_equation():
     f = torch.nn.Linear(4, 3)
     b = {"x": torch.randn(5, 4), "y": torch.tensor([0, 1, 2, 0, 1]), "x_weak": torch.randn(5, 4),
          "x_mix": torch.randn(5, 4), "y_mix": torch.tensor([2, 2, 1, 0, 0]), "lam": torch.tensor(0.3)}
-    loss, aux = semifl.client_loss(f, b)
+    loss, aux = semifl.client_loss(module_net(f), b)
     assert aux.numel() == 0
     out = f(0.3 * b["x_weak"] + 0.7 * b["x_mix"])
     expected = F.cross_entropy(f(b["x"]), b["y"]) + 0.3 * F.cross_entropy(out, b["y"]) \
         + 0.7 * F.cross_entropy(out, b["y_mix"])
     torch.testing.assert_close(loss, expected)
     torch.testing.assert_close(mixup(b["x_weak"], b["x_mix"], b["lam"]), 0.3 * b["x_weak"] + 0.7 * b["x_mix"])
-    fix_only, _ = semifl.client_loss(f, {k: b[k] for k in ("x", "y")})   # mix_loss off: no mix views
+    fix_only, _ = semifl.client_loss(module_net(f), {k: b[k] for k in ("x", "y")})   # mix_loss off: no mix views
     torch.testing.assert_close(fix_only, F.cross_entropy(f(b["x"]), b["y"]))
 
 
@@ -133,7 +133,8 @@ def test_restricted_softmax_scales_the_missing_classes_gradient_by_alpha():
     def grad(batch):
         f = torch.nn.Linear(4, 3, bias=False)
         torch.nn.init.zeros_(f.weight)
-        loss, _ = semifl.client_loss(f, batch)
+        loss, _ = semifl.client_loss(module_net(f), batch, skew_losses.FedRS(0.5) if "rs" in batch else
+                                     skew_losses.Remedy())
         loss.backward()
         return loss, f.weight.grad
 
@@ -144,7 +145,8 @@ def test_restricted_softmax_scales_the_missing_classes_gradient_by_alpha():
     assert plain[2].abs().sum() > 0
     torch.manual_seed(1)
     f = torch.nn.Linear(4, 3)
-    torch.testing.assert_close(semifl.client_loss(f, {**b, "rs": torch.ones(6, 3)})[0], semifl.client_loss(f, b)[0])
+    torch.testing.assert_close(semifl.client_loss(module_net(f), {**b, "rs": torch.ones(6, 3)}, skew_losses.FedRS(1.0))[0],
+                               semifl.client_loss(module_net(f), b)[0])
 
 
 def test_a_fedrs_run_trains_otherwise_and_both_engines_agree(tmp_path):

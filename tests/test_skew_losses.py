@@ -102,3 +102,119 @@ def test_bad_distillation_input_is_one_line(changes, field):
         profile("smoke", **changes)
     msg = str(err.value)
     assert msg.startswith(field) and "\n" not in msg
+
+
+# ---------------------------------------------------------------------- part 3: FedVLS as released, a frozen head
+def _released_fedvls(output, teach_output, y, num_per_class, lam):
+    """FedVLS's released client loss (krumpguo/FedVLS, system/flcore/clients/clientvls.py: PriorCELoss + new_LADEloss +
+    lam VLSloss), transcribed for one batch: the reference the remedy must equal where its absent classes are the
+    released code's (classes with no sample)."""
+    c = output.shape[1]
+    prior = num_per_class / num_per_class.sum()
+    absent = torch.where(prior == 0)[0]
+    prior_ce = F.cross_entropy(output + torch.log(prior + 1e-9), y)
+    spread = (output - torch.log(prior + 1e-9) + np.log(1. / c)).T * (y != torch.arange(c).view(-1, 1))
+    lade = torch.sum((torch.logsumexp(spread, -1) - np.log(spread.size(-1))) * prior) * 0.005
+    kl = torch.nn.KLDivLoss(reduction="batchmean")(F.log_softmax(output[:, absent], dim=1),
+                                                    F.softmax(teach_output[:, absent], dim=1))
+    return prior_ce + lade + lam * kl
+
+
+def _net(student, teacher):
+    from semifl_core.engine import Net
+    return Net(student, {}, {"w": torch.zeros(1)}, lambda w, x: teacher(x), one_forward=False)
+
+
+def test_fedvls_remedy_is_the_released_client_loss_where_absent_means_no_sample():
+    torch.manual_seed(0)
+    x, t_logits = torch.randn(12, 5), torch.randn(12, 5)
+    y = torch.tensor([0, 0, 1, 1, 1, 3, 0, 1, 3, 3, 0, 1])          # classes 2 and 4 absent
+    remedy = skew_losses.FedVLS(0.1)
+    b = {"x": x, "y": y, "prior": torch.as_tensor(remedy.rows(y.numpy(), 5)["prior"]).expand(12, -1)}
+    f = _net(lambda z: 2 * z, lambda z: t_logits)
+    out = f(x)
+    got = remedy.ce(out, y, b) + remedy.extra(f, b, out, None, None)
+    want = _released_fedvls(2 * x, t_logits, y, torch.bincount(y, minlength=5).float(), 0.1)
+    torch.testing.assert_close(got, want)
+    same = _net(lambda z: 2 * z, lambda z: 2 * z)                   # the teacher is the student: the KL term is 0
+    torch.testing.assert_close(remedy.extra(same, b, out, None, None), skew_losses.lade(out, y, b["prior"][0], b))
+
+
+def test_fedvls_prior_drops_the_classes_under_5_percent_and_their_samples_leave_the_ce():
+    pseudo = np.array([0] * 60 + [3] * 36 + [7] * 4)               # class 7: 4 % of the fix set, absent
+    p = skew_losses.prior(pseudo, 10)
+    np.testing.assert_allclose(p, np.eye(10)[0] * 60 / 96 + np.eye(10)[3] * 36 / 96)
+    torch.manual_seed(1)
+    z, y = torch.randn(4, 10), torch.tensor([0, 3, 7, 3])
+    b = {"prior": torch.as_tensor(p).expand(4, -1)}
+    keep = torch.tensor([0, 1, 3])
+    want = F.cross_entropy(z[keep] + torch.log(torch.as_tensor(p) + 1e-9), y[keep])
+    torch.testing.assert_close(skew_losses.FedVLS(0.1).ce(z, y, b), want)
+    padded = {**b, "valid": torch.tensor([True, True, True, False])}   # a padded step: the last sample is padding
+    torch.testing.assert_close(skew_losses.FedVLS(0.1).ce(z, y, padded),
+                               F.cross_entropy(z[:2] + torch.log(torch.as_tensor(p) + 1e-9), y[:2]))
+
+
+def test_lade_over_a_padded_batch_equals_lade_over_its_real_samples():
+    torch.manual_seed(2)
+    z, y = torch.randn(6, 4), torch.tensor([0, 1, 1, 0, 2, 2])
+    p = torch.tensor([0.5, 0.5, 0.0, 0.0])
+    got = skew_losses.lade(z, y, p, {"valid": torch.tensor([True] * 4 + [False] * 2)})
+    torch.testing.assert_close(got, skew_losses.lade(z[:4], y[:4], p, {}))
+
+
+@pytest.mark.parametrize("engine", ["sequential", "vectorized"])
+def test_a_frozen_head_keeps_its_weights_and_momentum_through_local_training(engine):
+    from semifl_core.data import synthetic
+    from semifl_core.engine import SequentialEngine, VectorizedEngine, frozen
+    from semifl_core.models import make_model
+    from semifl_core.tasks import make_tasks
+    data, cfg = synthetic(), profile("smoke", local_epochs=2.0)
+    torch.manual_seed(0)
+    model = make_model(cfg, 3)
+    rng, g = np.random.default_rng(0), torch.Generator().manual_seed(0)
+    specs = [{"x": data.x_train[a:a + n], "y": data.y_train[a:a + n]} for a, n in ((0, 23), (30, 12))]
+    tasks = make_tasks(specs, 10, 2.0, rng, g, flip=True)
+    state = {k: 0.01 * torch.ones_like(v) for k, v in model.named_parameters()}
+    cls = SequentialEngine if engine == "sequential" else VectorizedEngine
+    params, states, _ = cls(cfg, data.mean, data.std).train(model, tasks, frozen(semifl.supervised_loss, "fc."), 0.05,
+                                                             [state, None])
+    start = dict(model.named_parameters())
+    for i in range(2):
+        assert torch.equal(params["fc.weight"][i], start["fc.weight"].detach())
+        assert torch.equal(params["fc.bias"][i], start["fc.bias"].detach())
+        assert not torch.equal(params["features.0.weight"][i], start["features.0.weight"].detach())
+    assert torch.equal(states[0]["fc.weight"], state["fc.weight"]) and not states[1]["fc.weight"].any()
+    assert not torch.equal(states[0]["features.0.weight"], state["features.0.weight"])
+
+
+@pytest.mark.parametrize("remedy", [dict(vls_lambda=0.1, vls_variant="released"), dict(frozen_head=True)])
+def test_a_part3_run_trains_otherwise_both_engines_agree_and_off_keeps_the_run_key(tmp_path, remedy):
+    from semifl_core.data import synthetic
+    from semifl_core.run import run
+    cfg = profile("smoke", rounds=1, threshold=0.0)
+    assert cfg.replace(vls_variant="term", frozen_head=False).key() == cfg.key() != cfg.replace(**remedy).key()
+    out = {name: run(c, tmp_path / name, device="cpu", progress=False, data=synthetic())
+           for name, c in (("plain", cfg), ("seq", cfg.replace(**remedy)),
+                           ("vec", cfg.replace(engine="vectorized", **remedy)))}
+    loss = {k: pd.read_csv(f"{v['path']}/metrics.csv").client_loss.to_numpy() for k, v in out.items()}
+    tol = rtol(19, longest_sum(cfg.client_batch, (3, 16, 16)))
+    assert abs(loss["seq"][0] / loss["plain"][0] - 1) > 10 * tol
+    assert_near(loss["vec"][0], loss["seq"][0], tol, "round 0 client loss, vectorized vs sequential")
+
+
+@pytest.mark.parametrize("changes, field", [
+    (dict(vls_variant="released"), "vls_variant="), (dict(vls_variant="paper", vls_lambda=0.1), "vls_variant="),
+    (dict(frozen_head=True, fedrs_alpha=0.5), "frozen_head="), (dict(frozen_head=True, algorithm="fl2"), "frozen_head="),
+    (dict(frozen_head=True, vls_lambda=0.1, vls_variant="released"), "frozen_head="),
+    (dict(local_epochs=0.0), "local_epochs="), (dict(local_epochs=-1.0), "local_epochs=")])
+def test_bad_part3_input_is_one_line(changes, field):
+    with pytest.raises(ConfigError) as err:
+        profile("smoke", **changes)
+    msg = str(err.value)
+    assert msg.startswith(field) and "\n" not in msg
+
+
+def test_a_frozen_head_on_a_model_without_one_is_refused_in_one_line():
+    with pytest.raises(ConfigError, match=r"^frozen_head=True: .*allowed with it: False$"):
+        skew_losses.check_head(torch.nn.Sequential(torch.nn.Linear(3, 2)))

@@ -1,6 +1,7 @@
-"""engine.Speed: how the engines run, never what they compute. On a CPU the default switches must give bit-identical
-results to the code paths from before them (Speed.baseline); each switch is also checked on its own against its
-reference (torch.optim.SGD, the per-batch sBN loop). The CUDA-only paths (graphs, bf16) are tested on a GPU."""
+"""engine.Speed: how the engines run, never what they compute. On a CPU the default switches but one_forward must give
+bit-identical results to the code paths from before them (Speed.baseline); one_forward (one forward of the fix and mix
+batches) equals two forwards to float rounding; each switch is also checked on its own against its reference
+(torch.optim.SGD, the per-batch sBN loop, two forwards). The CUDA-only paths (graphs, bf16) are tested on a GPU."""
 import dataclasses
 import warnings
 
@@ -21,6 +22,7 @@ from semifl_core.run import Experiment
 from semifl_core.tasks import make_tasks
 
 DATA = synthetic()
+EXACT = dataclasses.replace(Speed.default("cpu"), one_forward=False)   # the CPU default's bit-identical switches
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="CUDA graphs and bf16 run on a CUDA GPU only; this machine has none")
 LOSSES = {"fix-mix": (semifl.client_loss, dict(view="strong", mix_alpha=0.75)),
@@ -78,6 +80,7 @@ def test_baseline_is_all_off_and_default_turns_on_what_keeps_results():
     assert not any(dataclasses.asdict(Speed.baseline()).values())
     cpu = Speed.default("cpu")
     assert cpu.sync_free and cpu.flat_sgd                          # bit-identical on a CPU (tests below)
+    assert cpu.one_forward and Speed.default("cuda").one_forward    # equal to float rounding (tests below)
     assert not cpu.cuda_graphs and not cpu.sbn_one_pass and not cpu.bf16
     gpu = Speed.default(torch.device("cuda"))
     assert gpu.cuda_graphs and gpu.sbn_one_pass and not gpu.bf16    # fp32 stays the default
@@ -119,7 +122,7 @@ def test_speed_is_not_part_of_the_config_or_its_run_key():
 def test_default_speed_trains_bit_identically_to_the_baseline_on_a_cpu(engine, kind):
     """Different step counts, partial batches, clients that run out of steps, momentum from a state or none."""
     base = _train(engine, Speed.baseline(), kind)
-    fast = _train(engine, Speed.default("cpu"), kind)
+    fast = _train(engine, EXACT, kind)
     for k in base[0]:
         assert torch.equal(base[0][k], fast[0][k]), k
     for a, b in zip(base[1], fast[1]):
@@ -139,7 +142,7 @@ def test_default_speed_gives_bit_identical_rounds_on_a_cpu(overrides):
     """Whole rounds (pseudo-labels, clients, server fine-tuning with its diagnostics' losses, sBN, evaluation)."""
     cfg = profile("smoke", rounds=3, **{"threshold": 0.2, **overrides})
     out = []
-    for speed in (Speed.baseline(), Speed.default("cpu")):
+    for speed in (Speed.baseline(), EXACT):
         exp = Experiment(cfg, DATA, torch.device("cpu"), speed)
         st = exp.new_state()
         rows = [{k: v for k, v in exp.round(st, r).items() if not k.startswith("time_")} for r in range(2)]
@@ -149,6 +152,29 @@ def test_default_speed_gives_bit_identical_rounds_on_a_cpu(overrides):
     assert all(torch.equal(w_a[k], w_b[k]) for k in w_a)
     assert c_a.keys() == c_b.keys() and all(torch.equal(c_a[c][k], c_b[c][k]) for c in c_a for k in c_a[c])
     assert (s_a is None) == (s_b is None) and (s_a is None or all(torch.equal(s_a[k], s_b[k]) for k in s_a))
+
+
+# ---------------------------------------------------------------------- one forward a client step
+@pytest.mark.parametrize("engine,masked", [(SequentialEngine, False), (VectorizedEngine, False),
+                                           (VectorizedEngine, True)])
+def test_one_forward_trains_as_two_forwards(engine, masked):
+    """SemiFL's fix and mix batches in one forward whose static BN takes each batch's statistics apart (Net.parts)
+    train as the authors' two forwards, to the float bound: both engines, and the vectorized engine's padded steps
+    (masked_steps: a padded part normalised over its real samples). Per-step statistics over the 20 images together
+    (the wrong one forward) would not: checked against the same bound."""
+    two = dataclasses.replace(EXACT, one_forward=False, masked_steps=masked)
+    got = _train(engine, dataclasses.replace(two, one_forward=True), "fix-mix")
+    _assert_trained_alike(got, _train(engine, two, "fix-mix"), (23, 30, 7, 18))
+    from semifl_core import models
+    right = models.part_batch_norm
+
+    def together(x, parts, valid, *args):   # one set of statistics over all the parts
+        return right(x, 1, None if valid is None else valid.repeat(parts), *args)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(models, "part_batch_norm", together)
+        wrong = _train(engine, dataclasses.replace(two, one_forward=True), "fix-mix")
+    with pytest.raises(AssertionError):
+        _assert_trained_alike(wrong, got, (23, 30, 7, 18))
 
 
 # ---------------------------------------------------------------------- one optimizer kernel set per step

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import augment
-from ..engine import batch_ce, batch_mean, graph_safe
+from ..engine import batch_ce, batch_mean, frozen, graph_safe
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
@@ -33,42 +33,26 @@ def supervised_loss(f, b):
     return batch_ce(f(b["x"]), b["y"], b), b["x"].new_zeros(0)
 
 
-def _client_loss(f, b, ntd: tuple[float, float] | None = None, vls: float | None = None):
-    logits = (lambda x: f(x)) if "rs" not in b else (lambda x: f(x) * b["rs"])  # noqa: E731
-    out_fix = logits(b["x"])
-    loss = batch_ce(out_fix, b["y"], b)
-    if ntd is not None:   # the fix samples' not-true classes kept near the received global model's (skew_losses)
-        loss = loss + skew_losses.not_true_distillation(out_fix, b["t_logits"], b["y"], b, *ntd)
-    if vls is not None:   # the client's vacant classes kept near the received global model's (skew_losses)
-        loss = loss + skew_losses.vacant_distillation(out_fix, b["t_logits"], b["vacant"], b, vls)
-    if "x_mix" in b:
-        out = logits(augment.mixup(b["x_weak"], b["x_mix"], b["lam"]))
-        loss = loss + b["lam"] * batch_ce(out, b["y"], b) + (1 - b["lam"]) * batch_ce(out, b["y_mix"], b)
-    return loss, b["x"].new_zeros(0)
-
-
 @graph_safe
-def client_loss(f, b):
+def client_loss(f, b, remedy: skew_losses.Remedy = skew_losses.Remedy()):
     """Eq. (5), (6) with lambda = 1: L_fix = CE(f(A(x_fix)), y_fix) on the strong view; with a mix batch also
     L_mix = lam CE(f(x_mix), y_fix) + (1 - lam) CE(f(x_mix), y_mix), x_mix = lam alpha(x_fix) + (1 - lam) alpha(x_b^mix).
-    Each CE is a batch mean. With b["rs"] (fedrs_alpha < 1, skew_losses.fedrs_scale) every CE reads the restricted
-    logits alpha_c f_c(x) instead."""
-    return _client_loss(f, b)
+    Each CE a batch mean. The fix and mix batches run as the authors' two calls of the network, each with its own batch
+    statistics (f.parts: one forward of both where it can). A label-skew remedy (skew_losses.Remedy) changes the CEs
+    and adds its terms."""
+    mixed = augment.mixup(b["x_weak"], b["x_mix"], b["lam"]) if "x_mix" in b else None
+    out_fix, out_mix = f.parts(b["x"], mixed) if mixed is not None else (f(b["x"]), None)
+    loss = remedy.ce(out_fix, b["y"], b)
+    if mixed is not None:
+        loss = loss + b["lam"] * remedy.ce(out_mix, b["y"], b) + (1 - b["lam"]) * remedy.ce(out_mix, b["y_mix"], b)
+    return loss + remedy.extra(f, b, out_fix, out_mix, mixed), b["x"].new_zeros(0)
 
 
-@functools.lru_cache(maxsize=None)
-def distilling_client_loss(ntd: tuple[float, float] | None, vls: float | None):
-    """client_loss + a distillation of the received global model on the fix samples (the teacher's logits in
-    b["t_logits"]): FedNTD's over the not-true classes (ntd = (ntd_beta, ntd_tau): skew_losses.not_true_distillation)
-    or FedVLS's over the client's vacant classes (vls = vls_lambda: skew_losses.vacant_distillation). L_mix is left as
-    it is: a mixed image has two labels, so it has no one true class to leave out, and both distil on labeled samples
-    only. One function per setting, so that a captured step is reused from round to round."""
-    return graph_safe(lambda f, b: _client_loss(f, b, ntd, vls))
-
-
-def distills(cfg) -> bool:
-    """Whether the clients' loss distils the global model (ntd_beta or vls_lambda on): their tasks need its logits."""
-    return cfg.ntd_beta > 0 or cfg.vls_lambda > 0
+def semifl_client_loss(cfg):
+    """SemiFL's client loss for this config: Eq. (5), (6) with its label-skew remedy (skew_losses.remedy)."""
+    remedy = skew_losses.remedy(cfg)
+    loss = graph_safe(lambda f, b: client_loss(f, b, remedy))
+    return frozen(loss, *remedy.frozen) if remedy.frozen else loss
 
 
 def fixmatch_loss(threshold: float):
@@ -158,12 +142,8 @@ def fix_mix_spec(exp, labeled: dict, rng: np.random.Generator):
         spec = {"x": x[fix], "y": y_hat[fix], "x_mix": x, "y_mix": y_hat, "mix_per_read": True}
     else:
         spec = {"x": x[fix], "y": y_hat[fix], "x_mix": x[mix], "y_mix": y_hat[mix]}
-    if exp.cfg.fedrs_alpha != 1:   # the client's logit scales, one row per fix sample (its steps' batches read them)
-        scale = skew_losses.fedrs_scale(labeled["pseudo"][fix], exp.cfg.num_classes, exp.cfg.fedrs_alpha)
-        spec["rs"] = torch.as_tensor(scale, device=exp.device).expand(len(fix), -1)
-    if exp.cfg.vls_lambda > 0:   # the client's vacant classes, one row per fix sample
-        vacant = skew_losses.vacant_classes(labeled["pseudo"][fix], exp.cfg.num_classes)
-        spec["vacant"] = torch.as_tensor(vacant, device=exp.device).expand(len(fix), -1)
+    for name, v in skew_losses.remedy(exp.cfg).rows(labeled["pseudo"][fix], exp.cfg.num_classes).items():
+        spec[name] = torch.as_tensor(v, device=exp.device).expand(len(fix), -1)   # one row per fix sample
     return spec, counts, fix, mix
 
 
@@ -208,9 +188,8 @@ def client_objective(cfg):
     global_pseudo_labels=False FixMatch's per-batch loss on the client's own data."""
     options = strong_options(cfg)
     if cfg.global_pseudo_labels:
-        loss = client_loss if not distills(cfg) else distilling_client_loss(
-            (cfg.ntd_beta, cfg.ntd_tau) if cfg.ntd_beta > 0 else None, cfg.vls_lambda if cfg.vls_lambda > 0 else None)
-        return loss, dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None, **options)
+        return semifl_client_loss(cfg), dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None,
+                                             **options)
     return fixmatch_loss(cfg.threshold), dict(view="strong", weak_too=True, **options)
 
 
@@ -235,7 +214,7 @@ def client_task(exp, model, crnd: Round, c: int):
     _, views = client_objective(cfg)
     task, = make_tasks([spec], cfg.client_batch, cfg.local_epochs, crnd.rng, crnd.g, flip=data.flip,
                        strong_variant=cfg.strong_aug, **views)
-    if distills(cfg):
+    if skew_losses.remedy(cfg).teacher:
         skew_losses.teacher_logits(exp, model, [task])
     return task, counts
 
@@ -352,7 +331,7 @@ def client_tasks(exp, st, rnd: Round, active: list[int]) -> tuple[list, list]:
     with rnd.timed("augment"):
         tasks = make_tasks(specs, cfg.client_batch, cfg.local_epochs, rnd.rng, rnd.g, flip=data.flip,
                            strong_variant=cfg.strong_aug, **client_objective(cfg)[1])
-    if distills(cfg):   # the teacher of the distillation: the global model that made the pseudo-labels
+    if skew_losses.remedy(cfg).teacher:   # the distillation's teacher: the global model that made the pseudo-labels
         with rnd.timed("teacher"):
             skew_losses.teacher_logits(exp, st.model, tasks)
     return tasks, trained
@@ -360,6 +339,8 @@ def client_tasks(exp, st, rnd: Round, active: list[int]) -> tuple[list, list]:
 
 def semifl_round(exp, st, rnd: Round) -> RoundRecord:
     cfg, rec = exp.cfg, rnd.record
+    if cfg.frozen_head:
+        skew_losses.check_head(st.model)
     active = begin_round(exp, st, rnd)
     tasks, trained = client_tasks(exp, st, rnd, active)
     rec.clients_trained = len(trained)

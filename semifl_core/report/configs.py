@@ -434,7 +434,8 @@ FEDVLS = f"FedVLS as released, lambda {VLS_LAMBDA:g}"
 FROZEN_HEAD = "a head the clients do not train"
 ONE_EPOCH = "one local epoch (E=1)"
 NO_GLOBAL_MOMENTUM = "no global momentum"
-PART3_REMEDIES = {ONE_EPOCH: dict(local_epochs=1.0), NO_GLOBAL_MOMENTUM: dict(global_momentum=0.0)}
+PART3_REMEDIES = {ONE_EPOCH: dict(local_epochs=1.0), NO_GLOBAL_MOMENTUM: dict(global_momentum=0.0),
+                  FEDVLS: dict(vls_lambda=VLS_LAMBDA, vls_variant="released"), FROZEN_HEAD: dict(frozen_head=True)}
 PART3_GATE = {"skew_dacc_unheld": -14.5, "skew_dacc_held": 3.0}
 PART3_LONG_REGARDLESS = (ONE_EPOCH, NO_GLOBAL_MOMENTUM)
 PART3_LONG_PARTITIONS = (SKEW_PARTITION, "dir-0.1")
