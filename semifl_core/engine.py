@@ -39,7 +39,8 @@ from torch.utils._pytree import tree_flatten, tree_map
 
 from .augment import normalize
 from .errors import ConfigError
-from .models import StaticBatchNorm2d, batch_parts, valid_samples
+from . import fused
+from .models import batch_parts, valid_samples
 from .tasks import Task
 
 
@@ -72,6 +73,12 @@ class Speed:
                  authors' two calls compute, equal up to float rounding, in half the kernels. Static BN and GroupNorm
                  only (plain BN keeps two forwards). On by default (measured on the CPU: BENCHMARKS.md, "One forward
                  a client step")
+    fused        the vectorized engine's clients run as ONE network (fused.py: grouped convolutions, one batch norm
+                 over every client's channels, a batched classifier, channels_last end to end; torch.autograd, no
+                 vmap), every step padded to the full batch with the clients' masks (as masked_steps), flat SGD in
+                 the same step, which a CUDA graph takes whole. graph_safe losses on static BN or GroupNorm (others
+                 keep the vmap step). Equal up to float rounding (tests/test_fused.py). Default: by the rule in
+                 BENCHMARKS.md ("The fused step")
     compile      torch.compile (inductor) of the vectorized engine's full-batch step (graph_safe losses), inside its
                  CUDA graph when cuda_graphs is on. Needs flat_sgd. Equal up to float rounding. Off by default: it
                  met the written rule on its own on an H200, but not yet run on a GPU together with masked_steps (the
@@ -85,6 +92,7 @@ class Speed:
     masked_steps: bool = False
     compile: bool = False
     one_forward: bool = False
+    fused: bool = False
 
     @classmethod
     def baseline(cls) -> "Speed":
@@ -108,7 +116,7 @@ class Speed:
         if self.cuda_graphs and not self.sync_free:
             raise ConfigError("cuda_graphs=True: needs sync_free=True (a captured step may not copy from the host); "
                               "allowed with sync_free=False: cuda_graphs=False")
-        for name in ("masked_steps", "compile"):
+        for name in ("masked_steps", "compile", "fused"):
             if getattr(self, name) and not self.flat_sgd:
                 raise ConfigError(f"{name}=True: needs flat_sgd=True (its fixed-shape step updates the flat buffers); "
                                   f"allowed with flat_sgd=False: {name}=False")
@@ -222,18 +230,24 @@ def module_net(model, speed: Speed | None = None, start: dict | None = None) -> 
 
 
 def batch_mean(v: torch.Tensor, b: dict) -> torch.Tensor:
-    """The mean of per-sample values v over the step's real samples: all of them, or those b["valid"] marks."""
+    """The mean of per-sample values v (..., B) over the step's real samples: all of them, or those b["valid"] marks;
+    one mean per leading index (the fused step's models)."""
     if "valid" not in b:
-        return v.mean()
+        return v.mean(-1)
     m = b["valid"].to(v.dtype)
-    return (v * m).sum() / m.sum()
+    return (v * m).sum(-1) / m.sum(-1)
+
+
+def sample_ce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """F.cross_entropy per sample, logits (..., B, classes) and labels (..., B) -> (..., B)."""
+    return F.cross_entropy(logits.flatten(0, -2), y.flatten(), reduction="none").view(y.shape)
 
 
 def batch_ce(logits: torch.Tensor, y: torch.Tensor, b: dict) -> torch.Tensor:
-    """F.cross_entropy (a batch mean) over the step's real samples (batch_mean)."""
-    if "valid" not in b:
+    """F.cross_entropy (a batch mean) over the step's real samples (batch_mean), one per leading index."""
+    if "valid" not in b and logits.dim() == 2:
         return F.cross_entropy(logits, y)
-    return batch_mean(F.cross_entropy(logits, y, reduction="none"), b)
+    return batch_mean(sample_ce(logits, y), b)
 
 
 # ---------------------------------------------------------------------- SGD
@@ -340,11 +354,20 @@ class FlatModels:
         loss leaves untrained keep theirs too, and their gradients count in no clipping norm."""
         if self.frozen is not None:
             grads = {k: torch.zeros_like(g) if k in self.frozen_keys else g for k, g in grads.items()}
-        cfg, g = self.cfg, self.pack(grads, rows)
-        if cfg.clip_norm > 0:
-            coef = clip_coefficients(list(grads.values()), cfg.clip_norm, one_reduction)
+        g, coef = self.pack(grads, rows), None
+        if self.cfg.clip_norm > 0:
+            coef = clip_coefficients(list(grads.values()), self.cfg.clip_norm, one_reduction)
             if rows is not None:
                 coef = torch.ones(self.n, device=coef.device).index_copy(0, rows, coef)
+        self.step_flat(g, active, coef)
+
+    def step_flat(self, g: torch.Tensor, active: torch.Tensor | None = None, coef: torch.Tensor | None = None) -> None:
+        """`step` from every model's gradient as one flat buffer (laid out as the parameters); coef: each model's clip
+        factor, computed from g when None (a frozen parameter's entries of g must then be zero)."""
+        cfg = self.cfg
+        if cfg.clip_norm > 0:
+            if coef is None:
+                coef = clip_coefficients(list(self.views(g).values()), cfg.clip_norm, one_reduction=True)
             g = g * coef[self.owner]
         p, m = sgd_update(self.p, self.m, g, self.lr, cfg)
         if active is not None or self.frozen is not None:
@@ -589,12 +612,15 @@ class VectorizedEngine:
         speed = (self.speed or Speed.default(dev)).check(dev)
         start = {k: v.detach() for k, v in model.named_parameters()}
         graphable = getattr(loss_fn, "graph_safe", False)
-        masked = speed.masked_steps and graphable and not any(
-            isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
-        fixed = graphable and (speed.cuda_graphs or speed.compile or masked)
-        key = (id(model), loss_fn, n, tuple(sorted(tasks[0].views)))
+        plain_bn = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
+        masked = speed.masked_steps and graphable and not plain_bn
+        fused = speed.fused and graphable and not plain_bn
+        fixed = graphable and (speed.cuda_graphs or speed.compile or masked or fused)
+        key = (id(model), loss_key(loss_fn), n, tuple(sorted(tasks[0].views)), fused)
         steps = self._kept.get(key) if fixed else None
-        if steps is None:
+        if steps is None and fused:
+            steps = _FusedSteps(cfg, model, loss_fn, n, dev, speed, self.mean, self.std, start, states, lr)
+        elif steps is None:
             steps = _ClientSteps(cfg, model, loss_fn, n, dev, speed, masked, fixed, self.mean, self.std, start, states,
                                  lr)
         else:   # captured in an earlier call: the same memory, new weights, momentum and learning rate
@@ -743,6 +769,83 @@ class _ClientSteps:
                 self.stats = torch.zeros(n, aux.shape[1], device=dev)
             self.stats.index_add_(0, idx, aux)
         return self.params, self.stats
+
+
+class _FusedNet(Net):
+    """The Net of the fused step: K clients' networks as one (fused.py). Its tensors have a leading client dimension:
+    f(x) takes (K, N, C, H, W) and gives (K, N, classes); f.parts runs its batches in one forward always; f.params
+    are (K, ...), f.start one network's (f.at and f.parts take either)."""
+
+    def __init__(self, model, buffers, params: dict, start: dict, bf16: bool):
+        self._model, self._buffers, self._bf16 = model, buffers, bf16
+        self._k = next(iter(params.values())).shape[0]
+        super().__init__(lambda x: self.parts(x)[0], params, start, lambda w, x: self.parts(x, weights=w)[0], True)
+
+    def parts(self, *xs, weights: dict | None = None) -> tuple:
+        w = self.params if weights is None else weights
+        name, v = next(iter(w.items()))
+        if v.dim() < self.params[name].dim():   # one network's weights (f.start): every client's
+            w = fused.stacked(w, self._k)
+        return fused.fused_logits(self._model, w, self._buffers, xs, self._bf16)
+
+
+class _FusedSteps:
+    """The vectorized engine's steps with Speed.fused: every step of every client is one fixed-shape step of one fused
+    network (fused.py), padded to the full batch with each client's mask of real samples, a client out of steps masked
+    (not updated); gradients by torch.autograd on the flat parameters (FlatModels), then clipping, SGD and momentum on
+    the flat buffers. With Speed.cuda_graphs the whole step is captured once per run (Speed.compile: compiled first)."""
+
+    def __init__(self, cfg, model, loss_fn, n, dev, speed, mean, std, start, states, lr):
+        self.cfg, self.model, self.loss_fn, self.n, self.dev, self.speed = cfg, model, loss_fn, n, dev, speed
+        self.mean, self.std = _normalisation(mean, std, dev, speed)
+        self.buffers = dict(model.named_buffers())
+        self.start = {k: v.detach().clone() for k, v in start.items()}
+        self.flat = FlatModels(start, states, cfg, lr, lr_on_device=speed.cuda_graphs,
+                               frozen=frozen_names(loss_fn, start))
+        self.stats = None
+        step = torch.compile(self.step) if speed.compile else self.step
+        # two fixed shapes: steps where every client still training has a full batch (plain batch norm), and padded
+        # steps where some have a partial one (batch norm over each client's real samples)
+        self.full, self.padded = (CapturedStep(step), CapturedStep(step)) if speed.cuda_graphs else (step, step)
+
+    reset = _ClientSteps.reset
+
+    def step(self, batch: dict, active: torch.Tensor) -> None:
+        """One step of every client (batch: (K, B, ...), in a padded step with "valid" (K, B)); those not in `active`
+        keep their weights."""
+        p = self.flat.p.detach().requires_grad_()
+        f = _FusedNet(self.model, self.buffers, self.flat.views(p), self.start, self.speed.bf16)
+        inputs = model_inputs(batch, self.mean, self.std)
+        with valid_samples(inputs.get("valid")):
+            loss, aux = self.loss_fn(f, inputs)
+        g, = torch.autograd.grad(loss.sum(), p)
+        if self.flat.frozen is not None:
+            g = g.masked_fill(self.flat.frozen, 0)
+        with torch.no_grad():
+            self.flat.step_flat(g, active)
+            rows = torch.cat([loss.detach()[:, None], aux.expand(self.n, -1) if aux.dim() == 1 else aux], 1)
+            if self.stats is None:
+                self.stats = torch.zeros_like(rows)
+            self.stats.add_(torch.where(active[:, None], rows, 0))
+
+    def run(self, tasks: list[Task]) -> tuple[dict, torch.Tensor]:
+        stacked = _stack_tasks(tasks)
+        sizes = np.zeros((self.n, max(t.steps for t in tasks)), dtype=np.int64)
+        for i, t in enumerate(tasks):
+            sizes[i, :t.steps] = t.size
+        full_size = tasks[0].views["x"].shape[1]
+        # each step's real samples; a client out of steps keeps a full mask (it is not updated anyway)
+        real = torch.as_tensor(np.where(sizes == 0, full_size, sizes), device=self.dev)
+        valid = torch.arange(full_size, device=self.dev) < real[..., None]            # (n, S, B)
+        actives = torch.as_tensor(sizes > 0, device=self.dev)                          # (n, S)
+        padded = ((sizes > 0) & (sizes < full_size)).any(0)                            # (S,): a partial batch
+        for s in range(sizes.shape[1]):
+            batch = {k: v[:, s] for k, v in stacked.items()}
+            if padded[s]:
+                self.padded(batch={**batch, "valid": valid[:, s]}, active=actives[:, s])
+            else:
+                self.full(batch=batch, active=actives[:, s])
+        return self.flat.params, self.stats
 
 
 def _on_device(arrays: list[np.ndarray], dev, one_copy: bool) -> list[torch.Tensor]:

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import augment
-from ..engine import batch_ce, batch_mean, frozen, graph_safe
+from ..engine import batch_ce, batch_mean, frozen, graph_safe, sample_ce
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
@@ -60,16 +60,16 @@ def fixmatch_loss(threshold: float):
     of the model being trained. aux: (seen, right, >= tau, right and >= tau); b["y"]: true labels, for aux only."""
     @graph_safe
     def loss_fn(f, b):
-        conf, pseudo = torch.softmax(f(b["x_weak"]).detach(), dim=1).max(dim=1)
+        conf, pseudo = torch.softmax(f(b["x_weak"]).detach(), dim=-1).max(dim=-1)
         mask = (conf >= threshold).float()
-        loss = batch_mean(F.cross_entropy(f(b["x"]), pseudo, reduction="none") * mask, b)
+        loss = batch_mean(sample_ce(f(b["x"]), pseudo) * mask, b)
         right = (pseudo == b["y"]).float()
         if "valid" in b:   # a padded step: count its real samples only
             real = b["valid"].float()
-            right, mask, n = right * real, mask * real, real.sum()
-        else:
-            n = torch.full((), float(len(pseudo)), device=mask.device)   # a fill, not a host-to-device copy
-        return loss, torch.stack([n, right.sum(), mask.sum(), (right * mask).sum()])
+            right, mask, n = right * real, mask * real, real.sum(-1)
+        else:   # a fill, not a host-to-device copy
+            n = torch.full(pseudo.shape[:-1], float(pseudo.shape[-1]), device=mask.device)
+        return loss, torch.stack([n, right.sum(-1), mask.sum(-1), (right * mask).sum(-1)], -1)
     return loss_fn
 
 

@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..engine import batch_ce, batch_mean
+from ..engine import batch_ce, batch_mean, sample_ce
 from ..models import predict
 from . import pseudo_labels
 
@@ -77,8 +77,8 @@ def not_true(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     """The logits of the classes other than each sample's label, in class order: (B, C) -> (B, C - 1). A gather with
     fixed shapes (no boolean indexing), so it runs inside vmap and a CUDA graph."""
     c = logits.shape[-1]
-    others = torch.arange(c - 1, device=logits.device).expand(len(y), -1)
-    return logits.gather(1, others + (others >= y[:, None]).long())
+    others = torch.arange(c - 1, device=logits.device).expand(*y.shape, -1)
+    return logits.gather(-1, others + (others >= y[..., None]).long())
 
 
 def not_true_distillation(student: torch.Tensor, teacher: torch.Tensor, y: torch.Tensor, b: dict, beta: float,
@@ -86,9 +86,9 @@ def not_true_distillation(student: torch.Tensor, teacher: torch.Tensor, y: torch
     """FedNTD's Eq. (4): beta tau^2 mean_i KL(q~_g,i || q~_i), q~ = softmax(not-true logits / tau) of the global model
     (teacher, no gradient) and of the client model (student), over the step's real samples. FedNTD's released loss
     (algorithms/fedntd/criterion.py) keeps the tau^2 too; at its tau = 1 it is 1."""
-    log_q = F.log_softmax(not_true(student, y) / tau, dim=1)
-    log_q_g = F.log_softmax(not_true(teacher.detach(), y) / tau, dim=1)
-    kl = (log_q_g.exp() * (log_q_g - log_q)).sum(1)
+    log_q = F.log_softmax(not_true(student, y) / tau, dim=-1)
+    log_q_g = F.log_softmax(not_true(teacher.detach(), y) / tau, dim=-1)
+    kl = (log_q_g.exp() * (log_q_g - log_q)).sum(-1)
     return beta * tau ** 2 * batch_mean(kl, b)
 
 
@@ -117,9 +117,9 @@ def vacant_distillation(student: torch.Tensor, teacher: torch.Tensor, vacant: to
     has no vacant class. Other classes are filled with a logit far below any real one (exp underflows to 0), which
     keeps the shapes fixed for vmap and CUDA graphs."""
     keep = vacant > 0
-    log_q = F.log_softmax(student.masked_fill(~keep, -1e4), dim=1)
-    log_q_g = F.log_softmax(teacher.detach().masked_fill(~keep, -1e4), dim=1)
-    kl = torch.where(keep, log_q_g.exp() * (log_q_g - log_q), 0).sum(1)
+    log_q = F.log_softmax(student.masked_fill(~keep, -1e4), dim=-1)
+    log_q_g = F.log_softmax(teacher.detach().masked_fill(~keep, -1e4), dim=-1)
+    kl = torch.where(keep, log_q_g.exp() * (log_q_g - log_q), 0).sum(-1)
     return lam * batch_mean(kl, b)
 
 
@@ -151,15 +151,17 @@ def prior(pseudo_fix: np.ndarray, num_classes: int) -> np.ndarray:
 def lade(logits: torch.Tensor, y: torch.Tensor, p: torch.Tensor, b: dict) -> torch.Tensor:
     """FedVLS's released `new_LADEloss` (logit-adjusted suppression): for each class c, over the batch's real samples
     s = z_c - log(p_c + 1e-9) + log(1/C) where the label is not c and 0 where it is (the released code multiplies by
-    the mask, so those zeros stay in the sum), L = 0.005 sum_c p_c (logsumexp_i s_ic - log N). p: (C,) the prior."""
+    the mask, so those zeros stay in the sum), L = 0.005 sum_c p_c (logsumexp_i s_ic - log N). p: (..., C) the prior,
+    logits (..., B, C), one L per leading index."""
     c = logits.shape[-1]
-    s = (logits - torch.log(p + PRIOR_EPS) + math.log(1 / c)) * (y[:, None] != torch.arange(c, device=y.device))
+    s = (logits - torch.log(p[..., None, :] + PRIOR_EPS) + math.log(1 / c)) * (
+        y[..., None] != torch.arange(c, device=y.device))
     if "valid" in b:   # a padded step: its padding leaves the sums
-        s = s.masked_fill(~b["valid"][:, None], float("-inf"))
-        n = b["valid"].sum().to(s.dtype)
+        s = s.masked_fill(~b["valid"][..., None], float("-inf"))
+        n = b["valid"].sum(-1).to(s.dtype)
     else:
-        n = torch.full((), float(len(y)), device=s.device)
-    return LADE_WEIGHT * ((torch.logsumexp(s, dim=0) - torch.log(n)) * p).sum()
+        n = torch.full(y.shape[:-1], float(y.shape[-1]), device=s.device)
+    return LADE_WEIGHT * ((torch.logsumexp(s, dim=-2) - torch.log(n)[..., None]) * p).sum(-1)
 
 
 @dataclass(frozen=True)
@@ -176,17 +178,17 @@ class FedVLS(Remedy):
 
     def ce(self, logits, y, b):
         p = b["prior"]
-        ce = F.cross_entropy(logits + torch.log(p + PRIOR_EPS), y, reduction="none")
-        present = (p.gather(1, y[:, None])[:, 0] > 0).to(ce.dtype)
+        ce = sample_ce(logits + torch.log(p + PRIOR_EPS), y)
+        present = (p.gather(-1, y[..., None])[..., 0] > 0).to(ce.dtype)
         if "valid" in b:
             present = present * b["valid"].to(ce.dtype)
-        return (ce * present).sum() / present.sum().clamp_min(1)
+        return (ce * present).sum(-1) / present.sum(-1).clamp_min(1)
 
     def extra(self, f, b, out_fix, out_mix, mixed):
         vacant = (b["prior"] == 0).to(out_fix.dtype)
         xs = (b["x"],) if mixed is None else (b["x"], mixed)
         teacher = [t.detach() for t in f.parts(*xs, weights=f.start)]
-        loss = lade(out_fix, b["y"], b["prior"][0], b)
+        loss = lade(out_fix, b["y"], b["prior"][..., 0, :], b)
         for student, t in zip((out_fix, out_mix), teacher):
             loss = loss + vacant_distillation(student, t, vacant, b, self.lam)
         return loss
