@@ -14,7 +14,11 @@ and prints runs an hour both ways (K rounds / time) and their ratio. The stacked
 start model: the cost of a step does not depend on the weights, only on the shapes, which are the K runs' own. One
 process; `--threads 1` (the default) as the campaign lanes run.
 
+With --fused the stacked call runs the fused step (Speed.fused: K x M clients as one network), the rule of
+BENCHMARKS.md "The step changed" (rule 4).
+
     python scripts/stack_probe.py [--profile small] [--dataset NAME] [--ks 1,2,4] [--epochs 1] [--tau0] [--device cpu]
+                                  [--fused]
     python3 scripts/stack_probe.py --profile paper --dataset fashionmnist --device cuda --data-root .gl-data   # a GPU
 """
 from __future__ import annotations
@@ -32,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from semifl_core.config import profile  # noqa: E402
 from semifl_core.data import load, synthetic  # noqa: E402
-from semifl_core.engine import VectorizedEngine  # noqa: E402
+from semifl_core.engine import Speed, VectorizedEngine  # noqa: E402
 from semifl_core.run import Experiment, pick_device  # noqa: E402
 
 
@@ -64,7 +68,7 @@ def one_round(exp, st, r: int) -> tuple[float, float, tuple]:
         del exp.engine.train
 
 
-def probe(cfg, data, dev, ks, rnd: int) -> list[dict]:
+def probe(cfg, data, dev, ks, rnd: int, fused: bool = False) -> list[dict]:
     rows = []
     for k in ks:
         alone, calls = 0.0, []
@@ -79,7 +83,8 @@ def probe(cfg, data, dev, ks, rnd: int) -> list[dict]:
         model, _, loss_fn, lr, _ = calls[0][1]
         tasks = [t for _, c in calls for t in c[1]]
         states = [s for _, c in calls for s in c[4]]
-        vec = VectorizedEngine(cfg, data.mean, data.std)
+        speed = Speed.default(dev)
+        vec = VectorizedEngine(cfg, data.mean, data.std, speed.__class__(**{**speed.__dict__, "fused": fused}))
         vec.train(model, [t for t in tasks[:1]], loss_fn, lr, states[:1])   # warm the vmap kernels
         _sync(dev)
         t = time.perf_counter()
@@ -107,6 +112,7 @@ def main(argv=None) -> int:
     p.add_argument("--device", default="cpu")
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--out", default=None, help="a JSON file for the rows")
+    p.add_argument("--fused", action="store_true", help="the stacked call runs the fused step (Speed.fused)")
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     dev = pick_device(args.device)
@@ -114,7 +120,7 @@ def main(argv=None) -> int:
                                                       **({"threshold": 0.0} if args.tau0 else {}))
     data = synthetic() if cfg.dataset == "synthetic" else load(cfg.dataset, args.data_root, dev, download=False)
     rows = probe(cfg, data.to(dev) if hasattr(data, "to") else data, dev, [int(k) for k in args.ks.split(",")],
-                 args.round)
+                 args.round, args.fused)
     print("| K | clients | client samples | one at a time s | stacked s | runs/h one at a time | runs/h stacked | "
           "stacked / one at a time |\n| --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
