@@ -7,7 +7,7 @@ median round and client-phase seconds, and their ratios to the first variant.
     python3 scripts/cpu_rounds.py [--warm 12] [--repeats 5] [--variants sequential,fused] [--partition iid]
 
 Variants: `sequential` (the CPU default engine), `vectorized` (vmap), `fused` (the vectorized engine with
-Speed.fused); each with the CPU's default Speed otherwise.
+Speed.fused), `bf16` (the sequential engine, precision="bf16"); each with the CPU's default Speed otherwise.
 """
 from __future__ import annotations
 
@@ -43,7 +43,8 @@ def main(argv=None) -> int:
     base = profile(args.profile, partition=args.partition)
     data = get_data(base.dataset, args.data_root, dev)
     variants = {"sequential": (dict(engine="sequential"), {}), "vectorized": (dict(engine="vectorized"), {}),
-                "fused": (dict(engine="vectorized"), dict(fused=True))}
+                "fused": (dict(engine="vectorized"), dict(fused=True)),
+                "bf16": (dict(engine="sequential", precision="bf16"), {})}
     names = args.variants.split(",")
     for name in names:
         if name not in variants:

@@ -39,6 +39,7 @@ vls_lambda             FedVLS's vacant-class distillation in SemiFL's client los
 vls_variant            term: that distillation alone (on the fix samples); released: FedVLS's
                        released client loss (prior-corrected CE, LADE, the KL on every image)
 frozen_head            FedBABU in SemiFL's clients: the classifier head not trained locally
+precision              fp32, or bf16: training in bfloat16 autocast (fp32 master weights)
 rng_streams            where a round's randomness comes from: one stream for the round
                        ("round") or one per client ("client"), which a client drawing
                        in its own process (the Flower app) can reproduce
@@ -175,6 +176,9 @@ class Config:
     # a client in its own process (semifl_core/flower) draws what the in-process harness draws for it. Same method,
     # other random numbers: runs of the two are equal in distribution, not in value.
     rng_streams: str = "round"
+    # arithmetic (changes results: in the run key)
+    precision: str = "fp32"              # fp32 | bf16: the training forward/backward in bfloat16 autocast, fp32 master
+                                         # weights, gradients and loss (BENCHMARKS.md, "The step changed", rule 5)
     # execution (does not change results)
     engine: str = "auto"                 # auto: vectorized on a GPU, sequential on a CPU (faster there, BENCHMARKS.md)
 
@@ -224,6 +228,7 @@ class Config:
                               ("round_order", ("code", "paper")), ("rng_streams", ("round", "client")),
                               ("mix_draws", ("set", "per-read")), ("shear_resample", ("nearest", "bilinear")),
                               ("cutout_size", ("scaled", "fixed")), ("fl2_variant", ("paper", "code")),
+                              ("precision", ("fp32", "bf16")),
                               ("cbafed_labeled", CBAFED_LABELED)):
             if getattr(self, name) not in choices:
                 close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
@@ -473,7 +478,8 @@ LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": 
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
                 "cutout_size": "scaled", "sam_rho": 0.1, "fl2_variant": "paper", "cbafed_warmup": 0,
                 "cbafed_variant": "paper", "cbafed_labeled": "balanced", "fedrs_alpha": 1.0, "ntd_beta": 0.0,
-                "ntd_tau": 1.0, "vls_lambda": 0.0, "vls_variant": "term", "frozen_head": False}
+                "ntd_tau": 1.0, "vls_lambda": 0.0, "vls_variant": "term", "frozen_head": False,
+                "precision": "fp32"}
 
 
 def run_key(config: dict) -> str:

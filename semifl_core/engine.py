@@ -60,8 +60,9 @@ class Speed:
                  flat_sgd and sync_free. Equal to eager up to float rounding (CUDA only)
     sbn_one_pass sBN statistics of many groups of 250 images per forward (each group normalised by its own
                  statistics) instead of one forward per group; equal up to float rounding, so on by default on CUDA only
-    bf16         the forward/backward in bfloat16 (fp32 master weights, gradients and loss). CHANGES results: for the
-                 benchmark only, refused by run.run
+    bf16         the forward/backward in bfloat16 autocast (fp32 master weights, gradients and loss). CHANGES
+                 results: a run sets it from Config.precision="bf16" (in the run key); run.run refuses it as a
+                 Speed. On a CPU too (slowly), on CUDA where the GPU supports bfloat16
     masked_steps the vectorized engine's steps where a client has a partial batch run as full ones, padded, with a
                  mask of the real samples that static BN and graph_safe losses honour (equal up to float rounding),
                  in a second CUDA graph, so graphs take every step but the first, not only those where all clients
@@ -120,9 +121,9 @@ class Speed:
             if getattr(self, name) and not self.flat_sgd:
                 raise ConfigError(f"{name}=True: needs flat_sgd=True (its fixed-shape step updates the flat buffers); "
                                   f"allowed with flat_sgd=False: {name}=False")
-        if self.bf16 and not (dev.type == "cuda" and torch.cuda.is_bf16_supported()):
-            raise ConfigError(f"bf16=True: needs a CUDA GPU with bfloat16 support, this run is on "
-                              f"{torch.cuda.get_device_name(dev) if dev.type == 'cuda' else dev}; allowed: False")
+        if self.bf16 and dev.type == "cuda" and not torch.cuda.is_bf16_supported():
+            raise ConfigError(f"bf16=True: needs a CUDA GPU with bfloat16 support (or the CPU), this run is on "
+                              f"{torch.cuda.get_device_name(dev)}; allowed: False")
         return self
 
 

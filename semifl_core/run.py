@@ -7,6 +7,8 @@ needs only the round counter to continue exactly as an uninterrupted one.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import copy
 import json
 import signal
@@ -76,7 +78,10 @@ class Experiment:
     def __init__(self, cfg: Config, data: Dataset, device: torch.device, speed: Speed | None = None):
         data = cfg.method.prepare(cfg, data)   # a method's own input pipeline (CBAFed's code variant), if any
         self.cfg, self.data, self.device = cfg, data, device
-        self.speed = (Speed.default(device) if speed is None else speed).check(device)
+        speed = Speed.default(device) if speed is None else speed
+        if cfg.precision == "bf16":   # a run option (in the run key), carried to the engines as Speed.bf16
+            speed = dataclasses.replace(speed, bf16=True)
+        self.speed = speed.check(device)
         self.mean, self.std = data.mean, data.std
         if self.speed.sync_free:   # on the device once, not copied there by every normalisation
             self.mean, self.std = (torch.as_tensor(v, dtype=torch.float32, device=device) for v in (self.mean, self.std))
@@ -174,12 +179,13 @@ def run(cfg: Config, results_dir="results", device="auto", data_root=None, progr
         checkpoint_every: int = 10, data: Dataset | None = None, speed: Speed | None = None) -> dict:
     """Run cfg to the end, or reuse its complete results, or resume it from its last checkpoint.
     While it trains, the run directory is held by this process (results.hold): a second process on the same run
-    waits for it, then reuses the result. `speed`: engine.Speed (None: the device's default; bf16 is refused, it
-    changes results that the store keys by cfg alone). Returns the run's summary (with "path")."""
+    waits for it, then reuses the result. `speed`: engine.Speed (None: the device's default; its bf16 is refused: it
+    changes results, which the store keys by cfg alone: use Config.precision="bf16"). Returns the run's summary (with
+    "path")."""
     cfg = cfg.validate()
     if speed is not None and speed.bf16:
         raise ConfigError("bf16=True: changes results, which the results store keys by the config alone; allowed in "
-                          "a run: False (bf16 is for `semifl bench`)")
+                          "a run: False (a bf16 run: precision='bf16' in its config)")
     if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
         raise ConfigError(f"checkpoint_every={checkpoint_every!r}: must be an integer >= 1 (rounds between "
                           "checkpoints)")

@@ -89,7 +89,7 @@ def test_baseline_is_all_off_and_default_turns_on_what_keeps_results():
         cpu.flat_sgd = False
 
 
-@pytest.mark.parametrize("speed", [Speed(cuda_graphs=True, flat_sgd=True, sync_free=True), Speed(bf16=True),
+@pytest.mark.parametrize("speed", [Speed(cuda_graphs=True, flat_sgd=True, sync_free=True),
                                    Speed(cuda_graphs=True), Speed(cuda_graphs=True, flat_sgd=True)])
 def test_switches_this_device_cannot_run_are_refused_in_one_line(speed):
     """Also on a GPU: graphs without flat_sgd, or without sync_free (a host-to-device copy inside a capture fails
@@ -109,6 +109,25 @@ def test_a_run_refuses_bf16_because_it_changes_results(tmp_path):
     with pytest.raises(ConfigError, match=r"^bf16=True: .*allowed in a run: False"):
         run(profile("smoke", rounds=1), tmp_path, device="cpu", progress=False, speed=Speed(bf16=True))
     assert not any(tmp_path.iterdir())                              # refused before anything is written
+
+
+def test_precision_is_a_run_option_in_the_run_key_and_reaches_the_engines(tmp_path, monkeypatch):
+    """precision='bf16' changes results: a run key of its own (fp32's keys stay as they were), the engines get bf16."""
+    from semifl_core import run as run_mod
+    cfg = profile("smoke", rounds=1, threshold=0.0)
+    assert cfg.replace(precision="fp32").key() == cfg.key() != cfg.replace(precision="bf16").key()
+    seen = []
+    monkeypatch.setattr(run_mod, "make_engine", lambda cfg, mean, std, dev, speed, real=run_mod.make_engine: (
+        seen.append(speed.bf16), real(cfg, mean, std, dev, speed))[1])
+    rows = [pd.read_csv(f"{run_mod.run(c, tmp_path / c.precision, device='cpu', progress=False, data=DATA)['path']}"
+                        "/metrics.csv") for c in (cfg, cfg.replace(precision="bf16"))]
+    assert seen == [False, True] and rows[0].client_loss[0] != rows[1].client_loss[0]
+    assert abs(rows[1].client_loss[0] / rows[0].client_loss[0] - 1) < 0.05   # bfloat16's 8-bit mantissa, not another run
+
+
+def test_bad_precision_is_one_line():
+    with pytest.raises(ConfigError, match=r"^precision='fp16': allowed are fp32, bf16"):
+        profile("smoke", precision="fp16")
 
 
 def test_speed_is_not_part_of_the_config_or_its_run_key():
@@ -292,14 +311,13 @@ def test_sbn_statistics_in_one_pass_keep_the_unbiased_variance_of_small_groups(m
 
 
 # ---------------------------------------------------------------------- bf16 (CPU autocast stands in for CUDA's)
-@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
-def test_engines_train_under_bf16(engine, monkeypatch):
-    """The sequential engine runs the forward under autocast; vmap(grad) fails under autocast, so the vectorized
-    engine casts the weights and images instead. bf16 is refused on a CPU (Speed.check), so the check is bypassed
-    here: the bf16 kernels run on a CPU as they do on CUDA."""
-    monkeypatch.setattr(Speed, "check", lambda self, device: self)
-    fp32 = _train(engine, Speed.default("cpu"), "fix-mix")
-    bf16 = _train(engine, dataclasses.replace(Speed.default("cpu"), bf16=True), "fix-mix")
+@pytest.mark.parametrize("engine,fused", [(SequentialEngine, False), (VectorizedEngine, False),
+                                          (VectorizedEngine, True)])
+def test_engines_train_under_bf16(engine, fused):
+    """The sequential engine and the fused step run the forward under autocast; vmap(grad) fails under autocast, so
+    the vmap step casts the weights and images instead. The bf16 kernels run on a CPU as they do on CUDA."""
+    fp32 = _train(engine, dataclasses.replace(Speed.default("cpu"), fused=fused), "fix-mix")
+    bf16 = _train(engine, dataclasses.replace(Speed.default("cpu"), bf16=True, fused=fused), "fix-mix")
     assert all(v.dtype == torch.float32 for v in bf16[0].values())  # fp32 master weights
     for k in fp32[0]:
         assert torch.isfinite(bf16[0][k]).all()
