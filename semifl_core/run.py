@@ -7,11 +7,11 @@ needs only the round counter to continue exactly as an uninterrupted one.
 """
 from __future__ import annotations
 
-import dataclasses
-
 import copy
+import dataclasses
 import json
 import signal
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -210,9 +210,11 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
     st = exp.new_state()
     ckpt = path / "checkpoint.pt"
     saved = None   # the round of the checkpoint on disk
+    writer = CheckpointWriter()
 
-    def on_disk():   # what a failed run leaves: say it as it is
-        return (f"the last good checkpoint (round {saved}) is kept in {path}" if saved is not None else
+    def on_disk():   # what a failed run leaves (a write in flight finished first): say it as it is
+        kept = writer.finished() or saved
+        return (f"the last good checkpoint (round {kept}) is kept in {path}" if kept is not None else
                 f"no checkpoint was written yet (one every {checkpoint_every} rounds), nothing to resume")
     if ckpt.exists():
         try:
@@ -234,17 +236,25 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
     handlers = _install_stop_handlers(stop)
     start = time.perf_counter()
     bar = _progress(range(st.round, cfg.rounds), st.round, cfg, progress)
+
+    def written():   # the write in flight, done: its round is the one on disk (a disk error surfaces here)
+        nonlocal saved
+        with disk_errors(cfg, on_disk):
+            saved = writer.wait() or saved
     try:
         for r in bar:
             m = keep_round(st, exp.round(st, r), on_disk)
             if hasattr(bar, "set_postfix") and "test_acc" in m:
                 bar.set_postfix(acc=f"{m['test_acc']:.1f}", best=f"{st.best['acc']:.1f}")
+            if writer.busy() is False:
+                written()
             if st.round % checkpoint_every == 0 or stop:
-                with disk_errors(cfg, on_disk):
-                    save_checkpoint(ckpt, st, cfg.key())
-                saved = st.round
+                written()
+                writer.submit(ckpt, st, cfg.key())   # the next round trains while it is written
             if stop:
+                written()
                 raise KeyboardInterrupt(f"stopped after round {st.round}; checkpoint saved, run again to resume")
+        written()
     except torch.cuda.OutOfMemoryError:
         raise TrainingError(f"out of GPU memory in round {st.round + 1} ({on_disk()}); lower client_batch or "
                             "server_batch, use a smaller model, or set engine=sequential") from None
@@ -254,6 +264,7 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
         raise TrainingError(f"round {st.round + 1}: a step overflowed float32 ({err}); stopped, {on_disk()}; "
                             "lower lr or weight_decay") from None
     finally:
+        writer.join()   # a write in flight completes (or fails) before the run returns or raises
         _restore_handlers(handlers)
     with disk_errors(cfg, on_disk):
         return finish(exp, st, path, time.perf_counter() - start)
@@ -341,14 +352,71 @@ def finish(exp: Experiment, st: State, path: Path, wall: float, **extra) -> dict
     return {**summary, "path": str(path), "reused": False}
 
 
-def save_checkpoint(path: Path, st: State, key: str) -> None:
-    """The run's state after round st.round, with the run key it belongs to (checked on resume)."""
+def checkpoint_of(st: State, key: str) -> dict:
+    """The run's state after round st.round, with the run key it belongs to (checked on resume), copied to the host:
+    training may change st while the copy is written."""
+    state = {"key": key, "model": st.model.state_dict(), "global_opt": st.global_opt.state_dict(),
+             "server_state": st.server_state, "client_states": st.client_states, "round": st.round,
+             "metrics": st.metrics, "best": st.best, "labeling": st.labeling}
+    return copy.deepcopy(torch.utils._pytree.tree_map(
+        lambda v: v.detach().to("cpu", copy=True) if torch.is_tensor(v) else v, state))
+
+
+def write_checkpoint(path: Path, ck: dict) -> None:
+    """A checkpoint (checkpoint_of) and the metrics so far, each written whole or not at all (results.atomic_write)."""
     import pandas as pd
-    results.save_torch(path, {
-        "key": key, "model": st.model.state_dict(), "global_opt": st.global_opt.state_dict(), "server_state": st.server_state,
-        "client_states": st.client_states, "round": st.round, "metrics": st.metrics, "best": st.best,
-        "labeling": st.labeling})
-    results.atomic_write(path.parent / "metrics.csv", pd.DataFrame(st.metrics).to_csv(index=False).encode())
+    results.save_torch(path, ck)
+    results.atomic_write(path.parent / "metrics.csv", pd.DataFrame(ck["metrics"]).to_csv(index=False).encode())
+
+
+def save_checkpoint(path: Path, st: State, key: str) -> None:
+    """The run's state after round st.round, written now."""
+    write_checkpoint(path, checkpoint_of(st, key))
+
+
+class CheckpointWriter:
+    """Writes a run's checkpoints in a background thread, one at a time: `submit` copies the state to the host (the
+    only part the training waits for) and starts the write; `wait` joins it, re-raising its error (a full disk), and
+    returns the round it wrote. A kill or a full disk mid-write leaves the previous checkpoint whole (the write goes to
+    a temporary file that replaces the checkpoint only when complete)."""
+
+    def __init__(self):
+        self.thread, self.error, self.round = None, None, None
+
+    def submit(self, path: Path, st: State, key: str) -> None:
+        self.wait()
+        ck = checkpoint_of(st, key)
+
+        def work():
+            try:
+                write_checkpoint(path, ck)
+            except BaseException as err:   # handed to the training thread by wait()
+                self.error = err
+        self.round = ck["round"]
+        self.thread = threading.Thread(target=work, name="checkpoint-writer")
+        self.thread.start()
+
+    def busy(self) -> bool | None:
+        """True while a write runs, False when one has finished and was not waited for, None with none submitted."""
+        return None if self.thread is None else self.thread.is_alive()
+
+    def join(self) -> None:
+        if self.thread is not None:
+            self.thread.join()
+
+    def finished(self) -> int | None:
+        """The round of the write in flight once it is done, if it succeeded (None otherwise)."""
+        self.join()
+        return self.round if self.thread is not None and self.error is None else None
+
+    def wait(self) -> int | None:
+        if self.thread is None:
+            return None
+        self.join()
+        self.thread, error, self.error = None, self.error, None
+        if error is not None:
+            raise error
+        return self.round
 
 
 def checkpoint_mismatch(ck, cfg: Config) -> str:

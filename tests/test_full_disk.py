@@ -190,3 +190,44 @@ def test_a_notebook_grid_that_fills_the_disk_stops_in_one_line_and_keeps_its_fin
     monkeypatch.setattr(run_mod, "_DATA_CACHE", {("synthetic", "None", "cpu"): DATA})
     df = report_runs.run_all({"SemiFL": cfg}, seeds=[0, 1], results_dir=store, device="cpu", workers=1)
     assert list(df.reused) == [True, False]
+
+
+def test_a_checkpoint_is_written_while_the_next_round_trains(tmp_path, monkeypatch):
+    """The writer thread: round 2 starts before round 1's checkpoint is on disk (the write waits for it), and the
+    run still ends with every checkpoint's metrics and a complete result."""
+    import threading
+    started, overlapped, real = threading.Event(), [], run_mod.write_checkpoint
+    round_fn = run_mod.Experiment.round
+
+    def next_round(self, st, r):
+        if r == 1:
+            started.set()
+        return round_fn(self, st, r)
+
+    def slow_write(path, ck):
+        overlapped.append(started.wait(timeout=20))   # returns only once round 2 has started, or after 20 s
+        real(path, ck)
+    monkeypatch.setattr(run_mod.Experiment, "round", next_round)
+    monkeypatch.setattr(run_mod, "write_checkpoint", slow_write)
+    out = _run(profile("smoke", rounds=2), tmp_path, checkpoint_every=1)
+    assert overlapped[0] is True and len(_metrics(out["path"])) == 2
+
+
+def test_a_full_disk_in_the_writer_thread_stops_the_run_with_the_last_good_checkpoint(tmp_path, monkeypatch):
+    """A write that fails in the background is the run's error at the next round (one line, DiskError), and the
+    checkpoint before it is what stays on disk."""
+    cfg = profile("smoke", rounds=4)
+    calls = []
+    real = run_mod.write_checkpoint
+
+    def second_fails(path, ck):
+        calls.append(ck["round"])
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, ck)
+    monkeypatch.setattr(run_mod, "write_checkpoint", second_fails)
+    with pytest.raises(DiskError) as err:
+        _run(cfg, tmp_path, checkpoint_every=1)
+    assert "\n" not in str(err.value) and "checkpoint (round 1)" in str(err.value)
+    ck = torch.load(next(tmp_path.glob("*/checkpoint.pt")), weights_only=False)
+    assert ck["round"] == 1
