@@ -5,17 +5,19 @@
 #          then compile alone and with masked steps (CUDA only)                                            <= 150 s
 #   step   one WRN-28-2 on 200 images (TF32 NCHW vs bf16 NHWC, eager vs compiled, captured) and the fused one-pass
 #          client step at 10-80 clients (fp32 and bf16, channels_last, eager and compiled, captured)        <= 110 s
-#   tau0   whole tau-0 `paper` rounds at E=5: the default and +compile; scripts/choose_switches.py applies the
-#          written rule to them                                                                              <= 120 s
+#   tau0   whole tau-0 `paper` rounds at E=5: the default, +fused and +compile; scripts/choose_switches.py applies
+#          the written rules to them (each switch at most 0.90 of the default's round)                        <= 150 s
 #   real   real `paper` rounds on Fashion-MNIST at tau 0.95 with the variant the rule chose, until 480 s
 # From the repository root, with Fashion-MNIST carried (scripts/bench_gpu.py says how):
 #     command: bash scripts/gpu_checks.sh        carry: [".gl-data"]        timeout_s: 540
 #     a rerun of some parts: PARTS="tau0 real" bash scripts/gpu_checks.sh
+#     its plumbing on a CPU (tiny sizes, no CUDA): SMOKE=1 PY=.venv/bin/python bash scripts/gpu_checks.sh
 # Every part has its own hard time limit (timeout -k: a run's stop handler takes SIGTERM, so SIGKILL follows 10 s
 # later), so a slow part cannot eat the next one's. Everything it keeps is in $OUT, flat, at most 8 files (what the
 # device tool brings back): checks.log, tests.txt, step.json, tau0.log, tau0.json, real.log, real.json.
 set -u
 PY=${PY:-python3}   # a device machine has no venv: its python3 has torch
+SM=${SMOKE:+--smoke}
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-checks}
 PARTS=${PARTS:-tests step tau0 real}
@@ -28,26 +30,29 @@ has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
 say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/checks.log"; }
 { nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader 2>&1
   $PY -c "import torch; print('torch', torch.__version__)"; } | tee -a "$OUT/checks.log"
+# Predictions, written before the call (BENCHMARKS.md, "The step changed", the next device call): see there.
 if has tests; then
   timeout -k 10 70 $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider \
     -k "(cuda or masked or kept or fused) and not compil" > "$TMP/tests-masked.txt" 2>&1
-  timeout -k 10 80 $PY -m pytest -q tests/test_speed.py -p no:cacheprovider -k "compil and cuda" \
+  timeout -k 10 80 $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider -k "compil and cuda" \
     > "$TMP/tests-compile.txt" 2>&1
   cat "$TMP/tests-masked.txt" "$TMP/tests-compile.txt" > "$OUT/tests.txt"
   say "tests: $(tail -1 "$TMP/tests-masked.txt") | compile: $(tail -1 "$TMP/tests-compile.txt")"
 fi
 if has step; then
-  OUT="$TMP/step" timeout -k 10 110 $PY scripts/gpu_step_probe.py --fused --deadline 95 > "$TMP/step.log" 2>&1
+  OUT="$TMP/step" timeout -k 10 110 $PY scripts/gpu_step_probe.py --fused --deadline 95 $SM > "$TMP/step.log" 2>&1
   cp "$TMP/step/fused.json" "$OUT/step.json" 2>/dev/null; tail -24 "$TMP/step.log"
   say "step done"
 fi
 VARIANT=default
 if has tau0; then
-  OUT="$TMP/tau0" timeout -k 10 120 $PY scripts/gpu_step_probe.py --rounds --variants default,+compile \
+  OUT="$TMP/tau0" timeout -k 10 150 $PY scripts/gpu_step_probe.py --rounds --variants default,+fused,+compile $SM \
     > "$OUT/tau0.log" 2>&1
   cp "$TMP/tau0/rounds.json" "$OUT/tau0.json" 2>/dev/null; grep -v "^ROW" "$OUT/tau0.log" | tail -6
   [ -f "$TMP/tests-compile.txt" ] || echo "(no compile tests in this call: compile stays off)" > "$TMP/tests-compile.txt"
-  VARIANT=$($PY scripts/choose_switches.py "$OUT/tau0.log" compile="$TMP/tests-compile.txt" 2>> "$OUT/tau0.log")
+  [ -f "$TMP/tests-masked.txt" ] || echo "(no fused tests in this call: fused stays off)" > "$TMP/tests-masked.txt"
+  VARIANT=$($PY scripts/choose_switches.py "$OUT/tau0.log" compile="$TMP/tests-compile.txt" \
+            fused="$TMP/tests-masked.txt" 2>> "$OUT/tau0.log")
   say "rule: $(tail -2 "$OUT/tau0.log" | tr '\n' ' ')-> real rounds with: ${VARIANT:=default}"
 fi
 if has real; then
@@ -56,7 +61,7 @@ if has real; then
     say "real: skipped, $LEFT s left before $END s"
   else
     MIN=$($PY -c "print(round(($LEFT - 30) / 60, 2))")
-    OUT="$TMP/real" timeout -k 10 "$LEFT" $PY scripts/gpu_real_rounds.py --minutes "$MIN" --variant "$VARIANT" \
+    OUT="$TMP/real" timeout -k 10 "$LEFT" $PY scripts/gpu_real_rounds.py --minutes "$MIN" --variant "$VARIANT" $SM \
       > "$OUT/real.log" 2>&1
     cp "$TMP/real/rounds.json" "$OUT/real.json" 2>/dev/null; tail -6 "$OUT/real.log"
     say "real done"

@@ -33,6 +33,7 @@ CUDA).
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import json
 import os
@@ -346,6 +347,112 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     return rows
 
 
+def fused_probe(log, dev="cuda", deadline: float = 95.0, start: float | None = None) -> list[dict]:
+    """The device call's "step" part (BENCHMARKS.md, "The step changed"): (b) one WRN-28-2 on 200 CIFAR-shaped images
+    (SemiFL's fix and mix batches, two CEs), TF32 NCHW against bf16 channels_last, eager and compiled, captured; (c)
+    the engine's fused one-pass client step (Speed.fused, SemiFL's client loss, E=1 tasks of full batches) at 10, 20,
+    40 and 80 clients, fp32 and bf16, eager and compiled, captured: the replay time of its full step, and runs an hour
+    per client count relative to 10 clients (the stacked-seeds rule: 4 t(10) / t(40) >= 1.3). Each row is saved as it
+    comes; what the deadline cuts is marked skipped. `--smoke`: tiny sizes on the CPU, no graphs."""
+    import dataclasses as dc
+
+    import numpy as np
+
+    from semifl_core.engine import Speed, VectorizedEngine
+    from semifl_core.methods import semifl
+    from semifl_core.tasks import make_tasks
+    dev = torch.device(dev)
+    cuda = dev.type == "cuda"
+    start = time.monotonic() if start is None else start
+    rows = []
+    cfg = profile("paper") if cuda else profile("smoke")
+    model = make_model(cfg, 3).to(dev)
+
+    def late(variant):
+        if time.monotonic() - start > deadline:
+            rows.append({"variant": variant, "note": "skipped: deadline"})
+            return True
+        return False
+
+    # (b) one network on 200 images
+    x = torch.randn(200, 3, 32, 32, device=dev)
+    y = torch.randint(0, 10, (200,), device=dev)
+    for cl, bf16, compiled in ((False, False, False), (True, True, False), (True, True, True)):   # TF32 compiled: 2026-11-27
+        variant = f"one WRN on 200: {'bf16 NHWC' if bf16 else 'TF32 NCHW'}{', compiled' if compiled else ''}"
+        if late(variant):
+            continue
+        m = copy.deepcopy(model).to(memory_format=torch.channels_last if cl else torch.contiguous_format)
+        xx = x.contiguous(memory_format=torch.channels_last) if cl else x
+        params = list(m.parameters())
+        out = [torch.zeros_like(p) for p in params]
+
+        def step():
+            with torch.autocast(dev.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
+                a, b = m(xx[:100]), m(xx[100:])
+            loss = F.cross_entropy(a.float(), y[:100]) + F.cross_entropy(b.float(), y[100:])
+            for o, g in zip(out, torch.autograd.grad(loss, params)):
+                o.copy_(g)
+            return out
+        t = time.monotonic()
+        try:
+            fn = torch.compile(step) if compiled else step
+            if cuda:
+                g, _ = captured(fn)
+                ms = time_replays(g)
+            else:
+                fn()
+                t1 = time.perf_counter()
+                fn()
+                ms = 1e3 * (time.perf_counter() - t1)
+            rows.append({"variant": variant, "step_ms": ms, "img_s": 200 / ms * 1e3, "measure_s": time.monotonic() - t})
+        except Exception as err:
+            rows.append({"variant": variant, "note": f"failed: {type(err).__name__}: {' '.join(str(err).split())[:160]}"})
+        log(rows[-1])
+    # (c) the fused client step of the engine
+    rng, gen = np.random.default_rng(0), torch.Generator(dev).manual_seed(0)
+    n_img = 20 if cuda else 4
+    base = dc.replace(Speed.default(dev), fused=True)
+    # most informative first (the deadline cuts the tail): eager fp32 at every size, then bf16 and compiled at 10
+    # and 40 clients (the stacked-seeds rule), then the rest
+    ks = (10, 20, 40, 80) if cuda else (2, 4)
+    first = [(False, False, k) for k in ks] + [(c, b, k) for c, b in ((False, True), (True, False), (True, True))
+                                                 for k in (ks[0], ks[2 if cuda else 1])]
+    order = first + [(c, b, k) for c in (False, True) for b in (False, True) for k in ks if (c, b, k) not in first]
+    for compiled, bf16, k in order:
+        variant = f"fused step, {k} clients, {'bf16' if bf16 else 'fp32'}{', compiled' if compiled else ''}"
+        if late(variant):
+            continue
+        specs = [{"x": torch.randint(0, 255, (n_img * 10 if cuda else 10, 3, 32, 32), dtype=torch.uint8,
+                                     device=dev),
+                  "y": torch.randint(0, 10, (n_img * 10 if cuda else 10,), device=dev)} for _ in range(k)]
+        for sp in specs:
+            sp.update(x_mix=sp["x"], y_mix=sp["y"])
+        tasks = make_tasks(specs, cfg.client_batch, 1.0, rng, gen, flip=True, view="strong", mix_alpha=0.75)
+        speed = dc.replace(base, bf16=bf16, compile=compiled)
+        engine = VectorizedEngine(cfg, (0.5,) * 3, (0.25,) * 3, speed)
+        t = time.monotonic()
+        try:
+            with captured_steps() as graphs:
+                engine.train(model, tasks, semifl.semifl_client_loss(cfg), 0.03, [None] * k)
+            row = {"variant": variant, "clients": k, "bf16": bf16, "compiled": compiled}
+            if cuda and graphs and graphs[0].graph is not None:
+                row["step_ms"] = time_replays(graphs[0].graph)
+                row["client_img_s"] = k * 20 / row["step_ms"] * 1e3
+            row["measure_s"] = time.monotonic() - t
+            rows.append(row)
+        except Exception as err:
+            rows.append({"variant": variant, "note": f"failed: {type(err).__name__}: "
+                         f"{' '.join(str(err).split())[:160]}"})
+        log(rows[-1])
+        if cuda:
+            torch.cuda.empty_cache()
+    ten = {(r["bf16"], r["compiled"]): r["step_ms"] for r in rows if r.get("clients") == 10 and "step_ms" in r}
+    for r in rows:
+        if "step_ms" in r and (r.get("bf16"), r.get("compiled")) in ten and r.get("clients"):
+            r["runs_h_vs_10"] = r["clients"] / 10 * ten[(r["bf16"], r["compiled"])] / r["step_ms"]
+    return rows
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU, eager only (seconds)")
@@ -357,6 +464,8 @@ def main(argv=None) -> int:
                    "baseline, default, or default with switches on (default+compile+masked_steps, or +compile)")
     p.add_argument("--compile", action="store_true", help="only torch.compile (inductor) of the vmap and batch steps, "
                    "captured, beside the eager-captured ones")
+    p.add_argument("--fused", action="store_true", help="only one WRN on 200 images and the fused client step at "
+                   "10-80 clients, fp32 and bf16, eager and compiled, captured (fused_probe)")
     args = p.parse_args(argv)
     start = time.monotonic()
     rows, texts = [], {}
@@ -373,7 +482,7 @@ def main(argv=None) -> int:
         (out / "probe.md").write_text(table(rows))
         (out / "kernels.txt").write_text("\n\n".join(f"## {k}\n{v}" for k, v in texts.items()))
 
-    if args.smoke and not (args.engine or args.rounds):   # CPU: the formulations agree (no graphs, no streams)
+    if args.smoke and not (args.engine or args.rounds or args.fused):   # CPU: the formulations agree (no graphs)
         model, params, buffers, data = setup(3, 2, "cpu", model_name="cnn")
         fns = step_fns(model, params, buffers, data)
         ref = {k: v.clone() for k, v in fns["vmap"]().items()}
@@ -383,6 +492,14 @@ def main(argv=None) -> int:
         save()
         return 0
 
+    if args.fused:
+        rows.extend(fused_probe(log, "cpu" if args.smoke else "cuda", args.deadline, start))
+        texts["fused"] = table(rows)
+        print(texts["fused"])
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "fused.json").write_text(json.dumps(rows, indent=1))
+        return 0
     if args.rounds:
         rows.extend(round_compare(log, "cpu" if args.smoke else "cuda", "smoke" if args.smoke else "paper",
                                   variants=args.variants.split(",")))
