@@ -170,13 +170,29 @@ def loss_key(loss_fn):
     code = getattr(loss_fn, "__code__", None)
     if code is None:
         return loss_fn
-    key = (code, tuple(c.cell_contents for c in loss_fn.__closure__ or ()), loss_fn.__defaults__,
-           getattr(loss_fn, "graph_safe", False), getattr(loss_fn, "frozen", ()))
+    cells = tuple(c.cell_contents for c in loss_fn.__closure__ or ())
+    key = (code, tuple(loss_key(v) if callable(v) and hasattr(v, "__code__") else v for v in cells),
+           loss_fn.__defaults__, getattr(loss_fn, "graph_safe", False), getattr(loss_fn, "frozen", ()))
     try:
         hash(key)
     except TypeError:
         return loss_fn
     return key
+
+
+class Weights(dict):
+    """Weights by parameter name (Net.params, Net.start): a name the network does not have is one line naming it."""
+
+    def __missing__(self, name):
+        raise ConfigError(f"a loss asked for the weights {name!r}, which this network does not have; it has "
+                          f"{', '.join(self)}")
+
+
+def sq_distance(a: dict, b: dict) -> torch.Tensor:
+    """||a - b||^2 over every tensor of b, per model: a scalar, or one per leading model index where a's tensors have
+    one that b's do not (the fused step's f.params against f.start). E.g. FedProx's (mu / 2) sq_distance(f.params,
+    f.start)."""
+    return sum((a[k] - v).pow(2).flatten(a[k].dim() - v.dim()).sum(-1) for k, v in b.items())
 
 
 class Net:
@@ -195,7 +211,8 @@ class Net:
     In the vectorized engine all of these are one client's (inside vmap); every one is graph-safe."""
 
     def __init__(self, forward, params: dict, start: dict, at, one_forward: bool):
-        self._forward, self.params, self.start, self._at, self._one = forward, params, start, at, one_forward
+        self._forward, self._at, self._one = forward, at, one_forward
+        self.params, self.start = Weights(params), Weights(start)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self._forward(x)

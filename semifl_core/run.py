@@ -67,6 +67,8 @@ class State:
     metrics: list = field(default_factory=list)
     best: dict = field(default_factory=lambda: {"acc": -1.0, "round": None, "weights": None})
     labeling: dict = field(default_factory=dict)        # the pseudo-label rule's state (methods/pseudo_labels.py)
+    method: dict = field(default_factory=dict)          # a method's own state across rounds (tensors, numbers, lists:
+                                                        # checkpointed with the run; docs/adding_a_method.md)
     sbn_fresh: bool = False   # the model's sBN statistics belong to its current weights (not checkpointed)
 
 
@@ -357,7 +359,7 @@ def checkpoint_of(st: State, key: str) -> dict:
     training may change st while the copy is written."""
     state = {"key": key, "model": st.model.state_dict(), "global_opt": st.global_opt.state_dict(),
              "server_state": st.server_state, "client_states": st.client_states, "round": st.round,
-             "metrics": st.metrics, "best": st.best, "labeling": st.labeling}
+             "metrics": st.metrics, "best": st.best, "labeling": st.labeling, "method": st.method}
     return copy.deepcopy(torch.utils._pytree.tree_map(
         lambda v: v.detach().to("cpu", copy=True) if torch.is_tensor(v) else v, state))
 
@@ -439,6 +441,7 @@ def restore(st: State, ck: dict) -> None:
     st.server_state, st.client_states = ck["server_state"], ck["client_states"]
     st.round, st.metrics, st.best = ck["round"], ck["metrics"], ck["best"]
     st.labeling = ck.get("labeling", {})
+    st.method = ck.get("method", {})
 
 
 def _install_stop_handlers(stop: list):

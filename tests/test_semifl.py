@@ -177,3 +177,19 @@ def test_bad_fedrs_alpha_is_one_line(changes):
         profile("smoke", **changes)
     msg = str(err.value)
     assert msg.startswith("fedrs_alpha=") and "\n" not in msg
+
+
+@pytest.mark.parametrize("engine", ["sequential", "vectorized"])
+def test_the_smoke_profile_trains_the_clients_in_every_round(engine, tmp_path, monkeypatch):
+    """The profile the tests build on exercises client training: in every round of seeds 0-2 some client image passes
+    tau, the clients' loss is called, and they train on samples (at its old tau 0.5 none did in two rounds)."""
+    import pandas as pd
+    from semifl_core.data import synthetic
+    from semifl_core.run import run
+    calls, real = [], semifl.client_loss
+    monkeypatch.setattr(semifl, "client_loss", lambda f, b, *a: (calls.append(1), real(f, b, *a))[1])
+    for seed in (0, 1, 2):
+        calls.clear()
+        out = run(profile("smoke", seed=seed, engine=engine), tmp_path, device="cpu", progress=False, data=synthetic())
+        m = pd.read_csv(f"{out['path']}/metrics.csv")
+        assert (m.client_samples > 0).all() and (m.label_ratio < 1).any() and calls, seed

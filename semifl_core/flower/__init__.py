@@ -57,4 +57,4 @@ def encode_config(cfg: Config) -> str:
 
 
 def decode_config(text: str) -> Config:
-    return Config(**json.loads(text)).validate()
+    return Config.from_dict(json.loads(text))

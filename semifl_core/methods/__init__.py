@@ -1,8 +1,9 @@
 """The method table: every method the package runs, by name, with its display label and where its round lives.
 
 The CLI, config validation, the results store and the reports read this table; nothing else names a method.
-Adding a method is one module (a `round(exp, state, rnd) -> RoundRecord` function, see methods/semifl.py) and one
-line in METHODS (or `register(Method(...))` at run time, as tests/test_methods.py does with a toy method).
+Adding a method is one module (a `round(exp, state, rnd) -> RoundRecord` function, see methods/semifl.py; or, for a
+variant of SemiFL, its client loss) and one line: in METHODS, or `register(Method(...))` in a module of your own
+that every process imports when SEMIFL_METHODS names it (docs/adding_a_method.md).
 
 This module imports nothing heavy (no torch): `semifl --help` and config validation read it.
 """
@@ -78,10 +79,31 @@ CBAFED_PROFILES = {
 
 
 @dataclass(frozen=True)
+class Field:
+    """A config field that a method declares for itself (Method.fields): set like any field (profile(..., name=v),
+    `--set name=v`, a notebook's parameters), refused for the methods that do not declare it. At its default it is
+    left out of a run's key, so declaring a field never changes a committed run's key."""
+    default: bool | int | float | str
+    check: Callable | None = None   # value -> "" if allowed, else what is allowed (one line); None: any value of the type
+    help: str = ""                  # one line: what it is
+
+    def problem(self, value) -> str:
+        """Why value is not allowed ("" if it is): the default's type, then `check`."""
+        kind = type(self.default)
+        ok = isinstance(value, bool) if kind is bool else (
+            isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else
+            isinstance(value, kind) and not isinstance(value, bool))
+        if not ok:
+            return f"must be {'a number' if kind is float else 'true or false' if kind is bool else 'an ' + kind.__name__}"
+        return self.check(value) if self.check else ""
+
+
+@dataclass(frozen=True)
 class Method:
     name: str
     label: str                      # row label in tables and figures
-    round: str | Callable           # "module:function" of its round (imported when a run starts), or the function
+    round: str | Callable = ""      # "module:function" of its round (imported when a run starts), or the function;
+                                    # a variant (variant_of) has the round of the method it varies
     labels: str = "server"          # where the labels are: "server" (N_S at the server, balanced per class),
                                     # "all" (the server holds the whole training set), "clients" (every client
                                     # sample is labeled; no server split)
@@ -93,9 +115,22 @@ class Method:
     why_not: str = ""               # why it refuses the other placements (the validation error says it)
     inputs: str = ""                # "module:function" (cfg, Dataset) -> Dataset: the method's own input pipeline, if
                                     # it has one (CBAFed's released code's resizing); "" = the images as loaded
+    fields: dict = field(default_factory=dict)     # name -> Field: config fields of its own (docs/adding_a_method.md)
+    variant_of: str = ""            # SEMIFL: a variant of SemiFL: its round is SemiFL's, every SemiFL switch applies,
+                                    # and `client_loss` changes what its clients' steps minimise
+    client_loss: str | Callable = ""   # a SemiFL variant's "module:function" (cfg, base) -> loss_fn: its client loss
+                                    # built from SemiFL's for this config (base, with every switch of cfg)
+
+    @property
+    def family(self) -> str:
+        """The method whose round and switches this one has: its variant_of, or itself."""
+        return self.variant_of or self.name
 
     def round_function(self) -> Callable:
-        return _load(self.round)
+        return _load(self.round if not self.variant_of else METHODS[self.variant_of].round)
+
+    def client_loss_function(self) -> Callable | None:
+        return _load(self.client_loss) if self.client_loss else None
 
     def prepare(self, cfg, data):
         """The images this method trains and tests on."""
@@ -180,8 +215,43 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 
 
 def register(method: Method) -> Method:
-    """Add a method to the table (one that is already there is refused: pick another name)."""
+    """Add a method to the table (one that is already there is refused: pick another name; a field name that another
+    method or Config has already means something else there: refused)."""
     if method.name in METHODS:
         raise ValueError(f"method {method.name!r} is already registered")
+    if method.variant_of and method.variant_of not in METHODS:
+        raise ValueError(f"method {method.name!r}: variant_of={method.variant_of!r} is not a registered method")
+    for name in method.fields:
+        owner = next((m.name for m in METHODS.values() if name in m.fields), None)
+        if owner or name in CORE_FIELDS:
+            raise ValueError(f"method {method.name!r}: field {name!r} is already "
+                             + (f"{owner}'s" if owner else "a field of Config") + "; name yours otherwise")
     METHODS[method.name] = method
     return method
+
+
+def fields_of(name: str) -> dict:
+    """The config fields a method declares (Method.fields), with those of the method it is a variant of."""
+    m = METHODS[name]
+    return {**(fields_of(m.variant_of) if m.variant_of else {}), **m.fields}
+
+
+CORE_FIELDS: set = set()   # Config's own field names (config.py fills it: register refuses them as a method's)
+
+
+def load_plugins(names: str | None = None) -> None:
+    """Import the modules named in SEMIFL_METHODS (comma-separated; each registers its methods when imported), so
+    that every process (the CLI, a notebook's kernel, a campaign lane, a Flower app) knows a researcher's methods. A
+    module that cannot be imported is one line naming it."""
+    import os
+    for name in filter(None, (n.strip() for n in (names if names is not None else
+                                                   os.environ.get("SEMIFL_METHODS", "")).split(","))):
+        try:
+            importlib.import_module(name)
+        except ImportError as err:
+            from ..errors import ConfigError
+            raise ConfigError(f"SEMIFL_METHODS: cannot import {name!r} ({err}); allowed: importable module names, "
+                              "comma-separated (on PYTHONPATH)") from None
+
+
+load_plugins()

@@ -184,12 +184,14 @@ def pseudo_label(exp, st, rnd: Round, active) -> tuple[list, list]:
 
 
 def client_objective(cfg):
-    """The clients' loss and the views their tasks need: L_fix + L_mix (Eq. 5, 6) on fix/mix specs, or with
-    global_pseudo_labels=False FixMatch's per-batch loss on the client's own data."""
+    """The clients' loss and the views their tasks need: L_fix + L_mix (Eq. 5, 6) on fix/mix specs (a SemiFL variant:
+    its Method.client_loss built on it), or with global_pseudo_labels=False FixMatch's per-batch loss on the client's
+    own data."""
     options = strong_options(cfg)
     if cfg.global_pseudo_labels:
-        return semifl_client_loss(cfg), dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None,
-                                             **options)
+        loss, variant = semifl_client_loss(cfg), cfg.method.client_loss_function()   # a SemiFL variant's own loss
+        return (variant(cfg, loss) if variant else loss), dict(
+            view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None, **options)
     return fixmatch_loss(cfg.threshold), dict(view="strong", weak_too=True, **options)
 
 

@@ -7,7 +7,7 @@ from ..config import TRAIN_SIZE, profile
 from .claims import (cbafed_claims, diagnosis_findings, feddure_claims, few_label_claims, horizon_claims, figure2_claims, figure6_claims,
                      learning_curve_claims, takeaway, theorem1_claims,
                      scale_claims, table1_claims, table2_claims, table3_claims, table4_claims, table5_claims)
-from .configs import (authors_details_configs, cbafed_code_configs, cbafed_configs, cbafed_own_setting_configs, diagnosis_configs, diagnosis_ns, feddure_configs, feddure_length_configs,
+from .configs import (authors_details_configs, cbafed_code_configs, check_methods, cbafed_configs, cbafed_own_setting_configs, diagnosis_configs, diagnosis_ns, feddure_configs, feddure_length_configs,
                       feddure_length_runs, feddure_runs,
                       few_label_configs, figure2_configs, horizon_configs, horizon_runs,
                       fsl_sizing_configs, scale_configs, split_configs, table1_configs, table2_configs, table3_configs,
@@ -20,5 +20,5 @@ from .runs import (COLUMNS, REPO, curves, describe, estimate_minutes, grid, make
                    plain_tables, repo_path, table_html, run_all, run_pairs,
                    runs_summary, seeds_of, shown, train_minutes)
 from .tables import (authors_details_table, best_after, cbafed_labeled_clients, cbafed_paper_only, cbafed_code_table, cbafed_probe_table, cbafed_probes, cbafed_table, figure2_table, table1_paper_only, class_table, cost_table, horizon_points, horizon_table, long_winners_table, feddure_length_table, feddure_table, few_label_noniid_table, few_label_table, fsl_plateau, gap_table, mean_std, ns_rule,
-                     profile_differences, rounds_rule, scale_table, split_table, stage_table, suspects_table, table1,
+                     left_out, profile_differences, rounds_rule, scale_table, split_table, stage_table, suspects_table, table1,
                      table2, table2_ends, table3, table4, table5)

@@ -31,14 +31,31 @@ def baseline_configs(p, ds, n, rounds=None) -> dict:
 TABLE1_FEDERATED = {"long": (FEDAVG_FIXMATCH,)}
 
 
-def table1_configs(p, ds, n, rounds=None) -> dict:
+def check_methods(methods) -> tuple:
+    """A notebook's `methods` parameter (the methods of your own it adds to its grid) as a tuple of method names;
+    one line naming what is wrong otherwise."""
+    from ..config import ConfigError
+    if isinstance(methods, str) or not hasattr(methods, "__iter__"):
+        raise ConfigError(f"methods={methods!r}: must be a list of method names, e.g. ['semifl-prox'] "
+                          "(papermill: -y 'methods: [semifl-prox]')")
+    for m in methods:
+        if m not in METHODS:
+            raise ConfigError(f"methods: {m!r} is not a registered method; registered: {', '.join(METHODS)} (a method "
+                              "of your own: its module in SEMIFL_METHODS, docs/adding_a_method.md)")
+    return tuple(methods)
+
+
+def table1_configs(p, ds, n, rounds=None, methods=()) -> dict:
     """Table 1: the centralized baselines and the ceiling (centralized FixMatch), then per partition SemiFL and the
-    federated baselines."""
+    federated baselines; `methods` (check_methods): more methods, each in its own rows (per partition if federated)."""
     cfgs = baseline_configs(p, ds, n, rounds)
     cfgs[label_of(FIXMATCH)] = make(p, ds, n, rounds, algorithm=FIXMATCH)
+    extra = [m for m in check_methods(methods) if not METHODS[m].federated]
+    cfgs.update({label_of(m): make(p, ds, n, rounds, algorithm=m) for m in extra})
     for part in PARTITIONS:
         cfgs[f"{label_of(SEMIFL)} | {part}"] = make(p, ds, n, rounds, partition=part)
-        for m in TABLE1_FEDERATED.get(p, (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED)):
+        for m in (*TABLE1_FEDERATED.get(p, (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED)),
+                  *(m for m in methods if METHODS[m].federated)):
             cfgs[f"{label_of(m)} | {part}"] = make(p, ds, n, rounds, partition=part, algorithm=m)
     return cfgs
 

@@ -77,15 +77,19 @@ def paper_cell(text):
     return "-" if text is None or text != text else re.sub(r"(\d)\(", r"\1 (", str(text))   # None or NaN
 
 
-def table1(df, ds, n) -> pd.DataFrame:
+def table1(df, ds, n, methods=()) -> pd.DataFrame:
     """Table 1's rows we run: ours ('mean (std) n=k', best round) beside the paper's number; the rows the paper
-    has and we do not run are table1_paper_only's."""
+    has and we do not run are table1_paper_only's. `methods` (configs.check_methods): more methods, each in its own
+    rows (per partition if federated), their paper cells empty."""
+    from ..methods import METHODS
     pds, pn = paper.paper_column_for(ds, n)
     rows = [{"group": "Baseline", "method": label_of(m), "paper": paper.table1(m, None, pds, pn),
              "ours": accuracy(df, ds, n, label_of(m))[1]} for m in BASELINE_METHODS]
     # FixMatch is run (methods/fixmatch.py, the same budget as SemiFL's clients)
     rows.append({"group": "SSL (centralized)", "method": label_of(FIXMATCH), "paper": paper.table1("FixMatch", None, pds, pn),
                  "ours": accuracy(df, ds, n, label_of(FIXMATCH))[1]})
+    rows += [{"group": "Added", "method": label_of(m), "paper": None, "ours": accuracy(df, ds, n, label_of(m))[1]}
+             for m in methods if not METHODS[m].federated]
     for part in PARTITIONS:
         g = paper.PARTITION_NAMES[part]
         rows.append({"group": g, "method": HETEROFL_ROW, "paper": paper.table1(FEDAVG_SUPERVISED, part, pds, pn),
@@ -94,6 +98,8 @@ def table1(df, ds, n) -> pd.DataFrame:
                      "ours": accuracy(df, ds, n, label_of(FEDAVG_FIXMATCH), part)[1]})
         rows.append({"group": g, "method": label_of(SEMIFL), "paper": paper.table1(SEMIFL, part, pds, pn),
                      "ours": accuracy(df, ds, n, label_of(SEMIFL), part)[1]})
+        rows += [{"group": g, "method": label_of(m), "paper": None, "ours": accuracy(df, ds, n, label_of(m), part)[1]}
+                 for m in methods if METHODS[m].federated]
     return side_by_side(rows, paper.label(pds, pn), f"this run ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n})")
 
 
@@ -113,6 +119,14 @@ def gap_closed(semifl, partial, full) -> float:
     """The share of the Partially -> Fully Supervised gap that SemiFL closes, in percent (100 = all of it): the one
     unit every table, claim and figure of the package gives it in."""
     return 100 * (semifl - partial) / (full - partial)
+
+
+def left_out(methods, table: str, why: str) -> None:
+    """One line under a table that shows the paper's methods only: which of the notebook's `methods` it leaves out,
+    and why (nothing when there are none)."""
+    if methods:
+        from ..methods import METHODS
+        print(f"{table} leaves out {', '.join(METHODS[m].label for m in methods)}: {why}")
 
 
 def gap_table(df, ds, n) -> pd.DataFrame:
