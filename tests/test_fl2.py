@@ -7,6 +7,7 @@ import torch.nn.functional as F
 
 from float_bound import assert_near, rtol
 from semifl_core.config import ConfigError, profile
+from semifl_core.engine import module_net
 from semifl_core.methods import fl2
 
 
@@ -44,7 +45,7 @@ def test_the_step_gradient_is_la_at_w_plus_the_consistency_gradient_at_the_pertu
     """Eq. (14) as the code runs it: grad L_a(W) + grad_{W*} L_cs(W*), W* = W + rho g_p / ||g_p|| (Eq. 11-13)."""
     b, rho = _batch([True, True, False, True, False, False]), 0.5
     model = Tiny()
-    loss, counts = fl2.sacr_loss(rho)(model, b)
+    loss, counts = fl2.sacr_loss(rho)(module_net(model), b)
     got = torch.autograd.grad(loss, list(model.parameters()))
     # by hand: L_p's gradient, the perturbed copy, L_cs's gradient there, L_a's at W
     m = b["confident"]
@@ -67,7 +68,7 @@ def test_the_step_gradient_is_la_at_w_plus_the_consistency_gradient_at_the_pertu
 
 def test_without_high_confidence_images_the_step_is_the_pseudo_label_loss_alone():
     b, model = _batch([False] * 6), Tiny()
-    loss, _ = fl2.sacr_loss(0.1)(model, b)
+    loss, _ = fl2.sacr_loss(0.1)(module_net(model), b)
     assert torch.allclose(loss, F.cross_entropy(model(b["x"]), b["y"]))
 
 
@@ -80,8 +81,21 @@ def test_learning_status_aware_weights():
 def test_its_profile_and_refusals():
     cfg = profile("small", algorithm="fl2")
     assert (cfg.pseudo_label_rule, cfg.mix_loss, cfg.engine, cfg.client_batch, cfg.sam_rho) == \
-        ("client-adaptive", False, "sequential", 32, 0.1)
+        ("client-adaptive", False, "auto", 32, 0.1)
     for over, says in ((dict(sam_rho=0.0), "sam_rho=0.0: must be > 0"),
                        (dict(fl2_variant="asam"), "fl2_variant='asam': allowed are paper, code")):
         with pytest.raises(ConfigError, match=says):
             profile("small", algorithm="fl2", **over)
+
+
+def test_both_engines_train_a_round_of_fl2_alike(tmp_path):
+    """(FL)^2's loss reads the weights from its Net, so the vectorized engine trains it as the sequential one (its
+    engine was forced to the sequential one before): round 0's client loss of both, to the float bound."""
+    import pandas as pd
+    from float_bound import longest_sum
+    from semifl_core.data import synthetic
+    from semifl_core.run import run
+    cfg = profile("smoke", algorithm="fl2", rounds=1)
+    loss = {e: pd.read_csv(f"{run(cfg.replace(engine=e), tmp_path / e, device='cpu', progress=False, data=synthetic())['path']}"
+                           "/metrics.csv").client_loss[0] for e in ("sequential", "vectorized")}
+    assert_near(loss["vectorized"], loss["sequential"], rtol(2 * 19, longest_sum(32, (3, 16, 16))), "fl2 round 0 loss")

@@ -171,10 +171,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method(FEDAVG_SUPERVISED, "FedAvg supervised (HeteroFL)",
            "semifl_core.methods.baselines:fedavg_supervised_round", labels="clients"),
     # SemiFL's round with (FL)^2's client training: client-adaptive pseudo-labels (its CAT), sharpness-aware
-    # consistency (needs the sequential engine: a second gradient at perturbed weights), weighted averaging; no mixup;
-    # its Table 4's client batch of 32 (methods/fl2.py)
+    # consistency (a second gradient at perturbed weights, from the loss's Net: either engine), weighted averaging; no
+    # mixup; its Table 4's client batch of 32 (methods/fl2.py)
     Method(FL2, "(FL)²", "semifl_core.methods.fl2:fl2_round",
-           fixed=dict(pseudo_label_rule="client-adaptive", mix_loss=False, engine="sequential"),
+           fixed=dict(pseudo_label_rule="client-adaptive", mix_loss=False),
            profiles={"paper": dict(client_batch=32), "small": dict(client_batch=32)}),
     # one model on the labeled images and every client image pooled as unlabeled, with SemiFL's clients' step budget:
     # the federation's fields only size its rounds (methods/fixmatch.py)

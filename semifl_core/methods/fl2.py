@@ -4,7 +4,8 @@ setting and round, with the clients' training replaced. Equation numbers are its
   CAT   client-specific adaptive threshold (Eq. 7-9): per client, from the global model's probabilities q on a weak view
         of its images (once a round), tau_k = mean max q, tau_k(c) = tau_k p~(c) / max p~ with p~(c) the mean q(c); the
         client trains on the images with max q >= tau_k(argmax q), labeled argmax q (pseudo_labels.client_adaptive_...).
-  SACR  sharpness-aware consistency (Eq. 10-14), each step on a strong view x of a batch:
+  SACR  sharpness-aware consistency (Eq. 10-14), each step on a strong view x of a batch (any engine: the loss reads
+        the weights from its Net, f.params, and runs the network at W + eps with f.at):
           L_a  = CE(f_W(x), y_hat)                                   every selected image (Eq. 10)
           L_p  = CE(f_W(x), y_hat) on the high-confidence images, max q >= tau_f = `threshold` (Eq. 11)
           eps  = rho grad L_p / ||grad L_p||                        SAM (Eq. 12; fl2_variant="code": ASAM, below)
@@ -23,8 +24,8 @@ from __future__ import annotations
 import numpy as np
 import torch
 import torch.nn.functional as F
-from torch.func import functional_call
 
+from ..engine import batch_ce, batch_mean, sample_ce
 from ..rounds import Round, RoundRecord
 from ..tasks import make_tasks
 from . import pseudo_labels
@@ -36,37 +37,34 @@ ASAM_ETA = 0.01
 
 def perturbation(params: dict, grads: dict, rho: float, variant: str = "paper") -> dict:
     """Eq. (12): eps = rho g / ||g|| (SAM; the norm over all parameters), or with variant="code" ASAM's
-    rho T^2 g / ||T g||, T = |w| + eta on weight tensors. Zero where the gradient is zero."""
+    rho T^2 g / ||T g||, T = |w| + eta on weight tensors. Zero where the gradient is zero (no branch on a tensor's
+    value: it runs inside vmap)."""
     scale = {k: (p.detach().abs() + ASAM_ETA if variant == "code" and "weight" in k else torch.ones_like(p))
              for k, p in params.items()}
     norm = torch.sqrt(sum(((scale[k] * g) ** 2).sum() for k, g in grads.items()))
-    if norm == 0:
-        return {k: torch.zeros_like(g) for k, g in grads.items()}
-    return {k: rho * scale[k] ** 2 * g / norm for k, g in grads.items()}
+    return {k: rho * scale[k] ** 2 * g / norm.clamp_min(torch.finfo(g.dtype).tiny) for k, g in grads.items()}
 
 
 def sacr_loss(rho: float, variant: str = "paper"):
     """One step's loss (Eq. 10-14), batch b: x (strong view), y (CAT pseudo-labels), confident (max q >= tau_f).
-    f must be an nn.Module (the sequential engine). aux: (seen, right, high-confidence, right and high-confidence),
-    b["truth"] the true labels for the counts only."""
+    It reads the weights (f.params) and runs the network at perturbed ones (f.at), so it trains in both engines.
+    aux: (seen, right, high-confidence, right and high-confidence), b["truth"] the true labels for the counts only."""
     def loss_fn(f, b):
-        params = dict(f.named_parameters())
         logits = f(b["x"])
-        loss_a = F.cross_entropy(logits, b["y"])
+        loss_a = batch_ce(logits, b["y"], b)
         mask = b["confident"].float()
-        loss_cs = logits.new_zeros(())
-        if mask.any():
-            loss_p = F.cross_entropy(logits[mask.bool()], b["y"][mask.bool()])
-            grads = dict(zip(params, torch.autograd.grad(loss_p, list(params.values()), retain_graph=True)))
-            eps = perturbation(params, grads, rho, variant)
-            perturbed = {k: p + eps[k].detach() for k, p in params.items()}
-            log_q_star = F.log_softmax(functional_call(f, perturbed, (b["x"],)), dim=1)
-            q = F.softmax(logits.detach(), dim=1)
-            kl = (q * (torch.log(q.clamp_min(1e-12)) - log_q_star)).sum(1)
-            loss_cs = (kl * mask).mean()
+
+        def loss_p(weights):   # Eq. (11): CE on the high-confidence images (0 without any)
+            return (sample_ce(f.at(weights, b["x"]), b["y"]) * mask).sum(-1) / mask.sum(-1).clamp_min(1)
+        weights = {k: v.detach() for k, v in f.params.items()}
+        eps = perturbation(weights, torch.func.grad(loss_p)(weights), rho, variant)
+        log_q_star = F.log_softmax(f.at({k: p + eps[k] for k, p in f.params.items()}, b["x"]), dim=-1)
+        q = F.softmax(logits.detach(), dim=-1)
+        kl = (q * (torch.log(q.clamp_min(1e-12)) - log_q_star)).sum(-1)
+        loss_cs = batch_mean(kl * mask, b)
         right = (b["y"] == b["truth"]).float()
-        return loss_a + loss_cs, torch.stack([mask.new_tensor(float(len(mask))), right.sum(), mask.sum(),
-                                              (right * mask).sum()])
+        return loss_a + loss_cs, torch.stack([mask.new_tensor(float(mask.shape[-1])), right.sum(-1), mask.sum(-1),
+                                              (right * mask).sum(-1)], -1)
     return loss_fn
 
 
