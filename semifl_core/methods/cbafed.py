@@ -65,7 +65,7 @@ from ..rounds import Round, RoundRecord
 from ..tasks import make_tasks
 from .feddure import fedavg
 from .pseudo_labels import class_balanced_thresholds, class_shares
-from .semifl import fixmatch_loss
+from .losses import fixmatch_loss
 
 LABELED_EPOCHS = 11       # the labeled client's epochs a federated round (its residual after epochs 0, 5, 10)
 RESIDUAL_EVERY = 5        # s: epochs (labeled client, warm-up rounds) or federated rounds (server) between residuals

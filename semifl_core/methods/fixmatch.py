@@ -19,7 +19,8 @@ import torch.nn.functional as F
 from ..models import load_weights
 from ..rounds import Round, RoundRecord
 from ..tasks import Task, make_tasks
-from .semifl import fixmatch_loss, record_fixmatch, strong_options
+from .losses import fixmatch_loss, record_fixmatch
+from .semifl import strong_options
 
 
 def steps_per_round(cfg, num_unlabeled: int) -> int:

@@ -29,7 +29,8 @@ from ..engine import batch_ce, batch_mean, sample_ce
 from ..rounds import Round, RoundRecord
 from ..tasks import make_tasks
 from . import pseudo_labels
-from .semifl import (begin_round, end_round, label_clients, record_client_models, record_labels, strong_options,
+from .pseudo_labels import record_client_models
+from .semifl import (begin_round, end_round, label_clients, record_labels, strong_options,
                      train_clients)
 
 ASAM_ETA = 0.01

@@ -142,3 +142,23 @@ def class_shift(client_acc: dict, start_acc: dict, held: np.ndarray) -> tuple[fl
     client holds and over those it does not (nan when it holds every class)."""
     delta = np.array([client_acc[k] - start_acc[k] for k in range(len(held))])
     return float(delta[held].mean()), float(delta[~held].mean()) if (~held).any() else float("nan")
+
+
+def record_client_models(exp, st, rnd, stacked: dict, trained: list[int]) -> None:
+    """Diagnostics of the trained client models (before averaging): their test accuracy (mean, min, max) and how each
+    moved the per-class test accuracy of the global model it started from, over the classes it holds and those it
+    does not (class_shift; the start model gets its sBN statistics from the same draw as the clients)."""
+    classes, diag = range(exp.cfg.num_classes), rnd.record.diagnostics
+    start = {}
+    exp.diagnostic_accuracy(st.model, dict(st.model.state_dict()), per_class=start)
+    accs, shifts = [], []
+    for i, c in enumerate(trained):
+        per = {}
+        accs.append(exp.diagnostic_accuracy(st.model, {k: v[i] for k, v in stacked.items()}, per_class=per))
+        held = held_classes(exp.data.y_train[exp.client_idx[c]].cpu().numpy(), exp.cfg.num_classes)
+        shifts.append(class_shift({k: per[f"acc_c{k}"] for k in classes},
+                                                {k: start[f"acc_c{k}"] for k in classes}, held))
+    held_shift, unheld_shift = np.array(shifts).T
+    diag.update(acc_client_mean=float(np.mean(accs)), acc_client_min=min(accs), acc_client_max=max(accs),
+                skew_dacc_held=float(np.mean(held_shift)),
+                skew_dacc_unheld=float(np.nanmean(unheld_shift)) if np.isfinite(unheld_shift).any() else float("nan"))

@@ -12,27 +12,20 @@ global_pseudo_labels=False pseudo-labels each batch with the model being trained
 """
 from __future__ import annotations
 
-import functools
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from .. import augment
-from ..engine import batch_ce, batch_mean, frozen, graph_safe, sample_ce
+from ..engine import frozen, graph_safe
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
 from . import pseudo_labels, skew_losses
+from .losses import fixmatch_loss, record_fixmatch, supervised_loss  # noqa: F401 (SemiFL's, shared)
 
 
 # ---------------------------------------------------------------------- losses of one local step
-@graph_safe
-def supervised_loss(f, b):
-    """Eq. (1): CE(f(alpha(x)), y) on a weakly augmented labeled batch."""
-    return batch_ce(f(b["x"]), b["y"], b), b["x"].new_zeros(0)
-
-
 @graph_safe
 def client_loss(f, b, remedy: skew_losses.Remedy = skew_losses.Remedy()):
     """Eq. (5), (6) with lambda = 1: L_fix = CE(f(A(x_fix)), y_fix) on the strong view; with a mix batch also
@@ -53,24 +46,6 @@ def semifl_client_loss(cfg):
     remedy = skew_losses.remedy(cfg)
     loss = graph_safe(lambda f, b: client_loss(f, b, remedy))
     return frozen(loss, *remedy.frozen) if remedy.frozen else loss
-
-
-def fixmatch_loss(threshold: float):
-    """Table 2, no global pseudo-labels: mean_i 1[max p_i >= tau] CE(f(A(x_i)), argmax p_i), p = softmax(f(alpha(x_i)))
-    of the model being trained. aux: (seen, right, >= tau, right and >= tau); b["y"]: true labels, for aux only."""
-    @graph_safe
-    def loss_fn(f, b):
-        conf, pseudo = torch.softmax(f(b["x_weak"]).detach(), dim=-1).max(dim=-1)
-        mask = (conf >= threshold).float()
-        loss = batch_mean(sample_ce(f(b["x"]), pseudo) * mask, b)
-        right = (pseudo == b["y"]).float()
-        if "valid" in b:   # a padded step: count its real samples only
-            real = b["valid"].float()
-            right, mask, n = right * real, mask * real, real.sum(-1)
-        else:   # a fill, not a host-to-device copy
-            n = torch.full(pseudo.shape[:-1], float(pseudo.shape[-1]), device=mask.device)
-        return loss, torch.stack([n, right.sum(-1), mask.sum(-1), (right * mask).sum(-1)], -1)
-    return loss_fn
 
 
 # ---------------------------------------------------------------------- ServerUpdate
@@ -229,13 +204,6 @@ def record_training(rec: RoundRecord, samples: int, steps: int, stats: torch.Ten
         rec.client_loss = (stats[:, 0].sum() / steps).item()
 
 
-def record_fixmatch(rec: RoundRecord, stats: torch.Tensor) -> None:
-    """Without global pseudo-labels: the per-batch pseudo-labels' counts that fixmatch_loss summed."""
-    _, n, right, n_mask, mask_right = stats.sum(0)
-    rec.pseudo_acc, rec.label_ratio = 100 * (right / n).item(), (n_mask / n).item()
-    rec.threshold_acc = 100 * (mask_right / n_mask).item() if n_mask > 0 else float("nan")
-
-
 def train_clients(exp, st, rnd: Round, tasks, clients: list[int], loss_fn):
     """Each client trains a copy of the global model on its task (ClientUpdate's loop); with client_momentum=keep a
     client resumes its own SGD momentum from its last round (the authors' code). Returns (weights, stats)."""
@@ -350,26 +318,6 @@ def semifl_round(exp, st, rnd: Round) -> RoundRecord:
     if not cfg.global_pseudo_labels and stacked:
         record_fixmatch(rec, stats)
     if rnd.diagnose and stacked:
-        record_client_models(exp, st, rnd, stacked, trained)
+        pseudo_labels.record_client_models(exp, st, rnd, stacked, trained)
     end_round(exp, st, rnd, stacked)
     return rec
-
-
-def record_client_models(exp, st, rnd: Round, stacked: dict, trained: list[int]) -> None:
-    """Diagnostics of the trained client models (before averaging): their test accuracy (mean, min, max) and how each
-    moved the per-class test accuracy of the global model it started from, over the classes it holds and those it
-    does not (pseudo_labels.class_shift; the start model gets its sBN statistics from the same draw as the clients)."""
-    classes, diag = range(exp.cfg.num_classes), rnd.record.diagnostics
-    start = {}
-    exp.diagnostic_accuracy(st.model, dict(st.model.state_dict()), per_class=start)
-    accs, shifts = [], []
-    for i, c in enumerate(trained):
-        per = {}
-        accs.append(exp.diagnostic_accuracy(st.model, {k: v[i] for k, v in stacked.items()}, per_class=per))
-        held = pseudo_labels.held_classes(exp.data.y_train[exp.client_idx[c]].cpu().numpy(), exp.cfg.num_classes)
-        shifts.append(pseudo_labels.class_shift({k: per[f"acc_c{k}"] for k in classes},
-                                                {k: start[f"acc_c{k}"] for k in classes}, held))
-    held_shift, unheld_shift = np.array(shifts).T
-    diag.update(acc_client_mean=float(np.mean(accs)), acc_client_min=min(accs), acc_client_max=max(accs),
-                skew_dacc_held=float(np.mean(held_shift)),
-                skew_dacc_unheld=float(np.nanmean(unheld_shift)) if np.isfinite(unheld_shift).any() else float("nan"))
