@@ -21,8 +21,9 @@
 # `make check-notebooks`: each committed notebook saved as JupyterLab saves it (else it fails), converted to HTML and
 # screenshotted by headless Chromium (1400 px wide) into build/notebook-screenshots/; fails on an error output, a
 # stderr band, an NBVAL marker, a NaN in a table, a table wider than JupyterLab's ~890 px output area, figure text
-# under 13 px where it is shown (notebook or README), a pointer to a README or docs section that does not exist, or
-# an internal word.
+# under 13 px where it is shown (notebook or README), a pointer to a README or docs section that does not exist, an
+# internal word, a code line wider than the editor or a printed line JupyterLab would wrap mid-word (over 113
+# characters), or a unit after n=k.
 # `make notebooks`: re-execute every notebook in place, training the runs it needs that are missing (hours on a
 # CPU; resumable: stop it and start again, finished runs are kept). Commit results/ text and the notebooks after.
 VENV ?= .venv
