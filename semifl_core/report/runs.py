@@ -47,10 +47,20 @@ PRINT_WIDTH = 100
 
 
 def say(text, width: int = PRINT_WIDTH) -> None:
-    """print(text), each of its lines wrapped at spaces to at most `width` characters (a longer word stays whole)."""
+    """print(text), each of its lines wrapped to at most `width` characters: at its ' | ' separators first, then at
+    spaces (a longer word stays whole)."""
     import textwrap
-    print("\n".join(textwrap.fill(line, width, break_long_words=False, break_on_hyphens=False)
-                    for line in str(text).split("\n")))
+    fill = lambda s: textwrap.fill(s, width, break_long_words=False, break_on_hyphens=False)  # noqa: E731
+    out = []
+    for line in str(text).split("\n"):
+        parts, rows = line.split(" | "), []
+        for part in parts:
+            if rows and len(rows[-1]) + 3 + len(part) <= width:
+                rows[-1] += " | " + part
+            else:
+                rows.append(part)
+        out += [fill(r + (" |" if i < len(rows) - 1 else "")) for i, r in enumerate(rows)]
+    print("\n".join(out))
 
 
 def plain_tables() -> None:
