@@ -107,7 +107,8 @@ def test_git_stores_a_notebook_without_the_python_version(path):
 
 def _repo_copy(tmp_path: Path, name: str = "table4") -> Path:
     """A git repository holding one committed notebook, its pair and jupytext.toml, .gitattributes and the filter
-    script where CLEAN finds it, the filter configured as `make install` configures it."""
+    script where CLEAN finds it, set up by `make install`'s notebook_files.install (its Jupyter config under
+    tmp_path/venv)."""
     repo = tmp_path / "repo"
     (repo / "notebooks").mkdir(parents=True)
     (repo / "semifl_core" / "report").mkdir(parents=True)
@@ -117,7 +118,8 @@ def _repo_copy(tmp_path: Path, name: str = "table4") -> Path:
         shutil.copy(NB_DIR / f, repo / "notebooks")
     (repo / ".gitignore").write_text(".ipynb_checkpoints/\nsemifl_core/\n")
     _git("init", "-q", cwd=repo)
-    _git("config", f"filter.{notebook_files.FILTER}.clean", notebook_files.CLEAN, cwd=repo)
+    notebook_files.install(prefix=tmp_path / "venv", repo=repo)
+    assert _git("config", f"filter.{notebook_files.FILTER}.clean", cwd=repo).stdout.strip() == notebook_files.CLEAN
     _git("add", ".", cwd=repo)
     _git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "notebook", cwd=repo)
     return repo
@@ -132,6 +134,15 @@ def test_the_git_filter_hides_the_python_version(tmp_path):
     assert _git("diff", "--quiet", cwd=repo, check=False).returncode == 0, _git("diff", cwd=repo).stdout[-2000:]
     unfiltered = _git("-c", f"filter.{notebook_files.FILTER}.clean=cat", "diff", "--quiet", cwd=repo, check=False)
     assert unfiltered.returncode == 1
+
+
+def test_install_keeps_the_jupyter_config_it_finds(tmp_path):
+    conf = tmp_path / "etc" / "jupyter" / "jupyter_server_config.json"
+    conf.parent.mkdir(parents=True)
+    conf.write_text(json.dumps({"ServerApp": {"open_browser": False}, "ContentsManager": {"allow_hidden": True}}))
+    notebook_files.install(prefix=tmp_path, repo=tmp_path)          # not a git clone: the hook only
+    assert json.loads(conf.read_text()) == {"ServerApp": {"open_browser": False}, "ContentsManager": {
+        "allow_hidden": True, **notebook_files.SERVER_CONFIG["ContentsManager"]}}
 
 
 def _second_python() -> str | None:
@@ -185,19 +196,19 @@ def _language_info(python: str, kernels: Path) -> dict:
 def test_a_save_in_jupyter_with_another_python_changes_nothing_git_sees(tmp_path):
     """A committed notebook saved unchanged through the Jupyter server as JupyterLab saves it (GET the model, set
     language_info from the kernel's kernel_info reply, PUT it back; jupytext writes the pair), the kernel run by
-    another Python, the server configured as `make install` configures the venv's: the files are byte for byte the
-    committed ones (`git status` is clean)."""
+    another Python, the server configured as `make install` configures the venv's (notebook_files.install): the
+    files are byte for byte the committed ones (`git status` is clean)."""
     pytest.importorskip("jupyter_server")
     import urllib.request
     info = _language_info(SECOND_PYTHON, tmp_path / "jupyter" / "kernels")
     assert info["version"].rsplit(".", 1)[0] != "%d.%d" % sys.version_info[:2]
     repo = _repo_copy(tmp_path)
     (tmp_path / "config").mkdir()
-    (tmp_path / "config" / "jupyter_server_config.json").write_text(json.dumps(notebook_files.SERVER_CONFIG))
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(tmp_path / "config"), "JUPYTER_PATH": str(tmp_path / "jupyter"),
+           "JUPYTER_CONFIG_PATH": str(tmp_path / "venv" / "etc" / "jupyter"),   # what install wrote there
            "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"), "PYTHONPATH": str(REPO)}
     server = subprocess.Popen([sys.executable, "-m", "jupyter_server", "--no-browser", f"--port={port}",
                                "--IdentityProvider.token=t", f"--ServerApp.root_dir={repo}", "--allow-root"],

@@ -14,8 +14,8 @@ thing that differs between readers' saves of an unchanged notebook (docs/usage.m
 committed notebooks carry none, and `make install` (`--install`) sets up two guards, both dropping it from the
 notebooks that .gitattributes gives git's filter FILTER:
 
-- pre_save_hook, in the JupyterLab of the venv (a jupyter_server_config.d file there): the saved file is byte for byte
-  the committed one, so `git status` stays clean;
+- pre_save_hook, in the JupyterLab of the venv (its etc/jupyter/jupyter_server_config.json): the saved file is byte
+  for byte the committed one, so `git status` stays clean;
 - git's clean filter FILTER (git config filter.FILTER.clean CLEAN: this file run as a script, standard library only,
   so any python3 runs it): for any other editor or server, `git diff` and a commit see no change (`git status` may
   still list the file until `git add` finds it equal)."""
@@ -64,19 +64,23 @@ def pre_save_hook(model, path, contents_manager, **kwargs):
         model["content"].get("metadata", {}).get("language_info", {}).pop("version", None)
 
 
-# what `--install` writes into the venv's Jupyter config (jupyter_server_config.d/SERVER_CONFIG_FILE)
+# what `--install` sets in the venv's Jupyter server config (etc/jupyter/jupyter_server_config.json; the .d folder
+# beside it enables extensions only)
 SERVER_CONFIG = {"ContentsManager": {"pre_save_hook": "semifl_core.report.notebook_files.pre_save_hook"}}
-SERVER_CONFIG_FILE = "semifl-notebooks.json"
 
 
-def install() -> str:
-    """Sets up both guards: the pre-save hook in this Python's Jupyter config and, in a git clone, the clean filter.
-    Returns what it did, in one line."""
-    conf = Path(sys.prefix, "etc", "jupyter", "jupyter_server_config.d", SERVER_CONFIG_FILE)
+def install(prefix=None, repo=None) -> str:
+    """Sets up both guards: the pre-save hook in the Jupyter config of the Python at `prefix` (default: this one's,
+    the venv's) and, when `repo` (default: this checkout) is a git clone, the clean filter. Returns what it did, in
+    one line."""
+    conf = Path(prefix or sys.prefix, "etc", "jupyter", "jupyter_server_config.json")
+    config = json.loads(conf.read_text()) if conf.exists() else {}
+    for section, values in SERVER_CONFIG.items():   # the file's other settings are kept
+        config.setdefault(section, {}).update(values)
     conf.parent.mkdir(parents=True, exist_ok=True)
-    conf.write_text(json.dumps(SERVER_CONFIG, indent=2) + "\n")
+    conf.write_text(json.dumps(config, indent=2) + "\n")
     done = f"Jupyter's pre-save hook in {conf}"
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(repo or Path(__file__).resolve().parents[2])
     if subprocess.run(["git", "rev-parse", "--git-dir"], cwd=repo, capture_output=True).returncode == 0:
         subprocess.run(["git", "config", f"filter.{FILTER}.clean", CLEAN], cwd=repo, check=True)
         done += f"; git's clean filter {FILTER} in {repo}"
