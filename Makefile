@@ -4,6 +4,9 @@
 # machine without an NVIDIA GPU (no nvidia-smi) torch's CPU wheels go in first, in pyproject.toml's torch range
 # (TORCH_PINS), a few hundred MB instead of the CUDA build's GBs; where download.pytorch.org cannot be reached (or
 # has no wheel for this Python) it says so in one line, and pip install -e '.[dev]' takes torch from the default index.
+# It also keeps the kernel's Python version out of the notebooks (a pre-save hook in the venv's JupyterLab, a git clean
+# filter in this clone): a notebook saved unchanged in JupyterLab, with a kernel of any Python 3, changes nothing git
+# sees (docs/usage.md, "Saving a notebook").
 # `make test`: the test suite (with the notebooks executed headlessly in the smoke profile, and nbval on the committed
 # notebooks against the committed results: SEMIFL_NO_TRAIN=1, nothing trains; a run missing from results/ is left out
 # and named in the notebook, and its cells say "not run"), then the regression oracle again under the scalar CPU
@@ -18,8 +21,9 @@
 # `make check-notebooks`: each committed notebook saved as JupyterLab saves it (else it fails), converted to HTML and
 # screenshotted by headless Chromium (1400 px wide) into build/notebook-screenshots/; fails on an error output, a
 # stderr band, an NBVAL marker, a NaN in a table, a table wider than JupyterLab's ~890 px output area, figure text
-# under 13 px where it is shown (notebook or README), a pointer to a README or docs section that does not exist, or
-# an internal word.
+# under 13 px where it is shown (notebook or README), a pointer to a README or docs section that does not exist, an
+# internal word, a code line wider than the editor or a printed line JupyterLab would wrap mid-word (over 113
+# characters), or a unit after n=k.
 # `make notebooks`: re-execute every notebook in place, training the runs it needs that are missing (hours on a
 # CPU; resumable: stop it and start again, finished runs are kept). Commit results/ text and the notebooks after.
 VENV ?= .venv
@@ -38,13 +42,17 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
-.PHONY: demo test test-distributed install render notebooks check-notebooks bench-gpu
-install: $(VENV)/.installed
+.PHONY: demo test test-distributed install render notebooks check-notebooks bench-gpu notebook-save
+install: $(VENV)/.installed notebook-save
 
-demo: $(VENV)/.installed
+# the pre-save hook in the venv's Jupyter config and the git filter .gitattributes names (notebook_files.install)
+notebook-save: $(VENV)/.installed
+	@$(PY) -m semifl_core.report.notebook_files --install
+
+demo: $(VENV)/.installed notebook-save
 	$(VENV)/bin/semifl demo --profile small --dataset fashionmnist --results-dir results-demo
 
-test: $(VENV)/.installed
+test: $(VENV)/.installed notebook-save
 	$(PY) -m pytest -q tests
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q tests/test_regression.py -k equal
 
@@ -53,16 +61,16 @@ test-distributed: $(VENV)/.installed
 	$(PY) -m pip install -q -e '.[dev,distributed]'
 	$(PY) -m pytest -q -m distributed tests
 
-render: $(VENV)/.installed
+render: $(VENV)/.installed notebook-save
 	for nb in $(NOTEBOOKS); do SEMIFL_NO_TRAIN=1 $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
 	$(PY) -m semifl_core.report.notebook_files $(NOTEBOOKS:%=notebooks/%.ipynb)
 	$(PY) -m semifl_core.report.readme
 
-notebooks: $(VENV)/.installed
+notebooks: $(VENV)/.installed notebook-save
 	for nb in $(NOTEBOOKS); do $(VENV)/bin/papermill -k python3 --log-level WARNING notebooks/$$nb.ipynb notebooks/$$nb.ipynb || exit 1; done
 	$(PY) -m semifl_core.report.notebook_files $(NOTEBOOKS:%=notebooks/%.ipynb)
 
-check-notebooks: $(VENV)/.installed
+check-notebooks: $(VENV)/.installed notebook-save
 	$(PY) -m semifl_core.report.notebook_files --check $(NOTEBOOKS:%=notebooks/%.ipynb)
 	$(PY) tests/browser_check.py
 

@@ -33,7 +33,7 @@ seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # every row
 dataset = None             # None -> Fashion-MNIST (synthetic in the smoke profile)
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's rounds (else half of them warm-up)
 
@@ -47,15 +47,18 @@ from semifl_core import report
 from semifl_core.config import ConfigError
 from semifl_core.methods import CBAFED, SERVER
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir,
+# checks the parameters (a bad one: one line saying which and why), sets the styles,
+# says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
+                                         results_dir, figures_dir,
                                          describes=False)
 ds = pairs[0][0]
 cfgs = report.cbafed_configs(profile, ds, rounds)
 c = cfgs[report.configs.label_of(CBAFED)]
-print(f"CBAFed's {profile!r} setting on {ds}: model={c.model} ({c.norm}), K={c.num_clients} clients (client 0 "
-      f"labeled: {c.client_labels} per class), unlabeled {c.partition}, {c.cbafed_warmup} warm-up + "
-      f"{c.rounds - c.cbafed_warmup} rounds, batch {c.client_batch}, tau_h={c.threshold} | seeds {seed_list}")
+report.say(f"CBAFed's {profile!r} setting on {ds}: model={c.model} ({c.norm}), "
+           f"K={c.num_clients} clients (client 0 labeled: {c.client_labels} per class), "
+           f"unlabeled {c.partition}, {c.cbafed_warmup} warm-up + {c.rounds - c.cbafed_warmup} "
+           f"rounds, batch {c.client_batch}, tau_h={c.threshold} | seeds {seed_list}")
 
 
 # %%
@@ -68,7 +71,7 @@ print(report.runs_summary(df))
 # *ours, final*: the last round's test accuracy. *ours, best federated round*: the best test accuracy over the federated rounds only; in the warm-up only the labeled client trains, identically for every row, so a best taken over all rounds would report the warm-up for a row that never climbs above it. Both mean (population std) n=seeds. The line above the table says what ran (the same for every row); *CBAFed paper (theirs)* is their published number for the row.
 
 # %% tags=["nbval-check-output"]
-print(report.tables.cbafed_setting(df, cfgs))
+report.say(report.tables.cbafed_setting(df, cfgs))
 report.cbafed_table(df, cfgs)
 
 # %% [markdown]
@@ -91,7 +94,7 @@ df_own = report.run_all(cfgs_own, seed_list, results_dir, device)
 print(report.runs_summary(df_own))
 
 # %% tags=["nbval-check-output"]
-print(report.tables.cbafed_setting(df_own, cfgs_own))
+report.say(report.tables.cbafed_setting(df_own, cfgs_own))
 report.cbafed_table(df_own, cfgs_own)
 
 # %% [markdown]
@@ -112,8 +115,9 @@ report.cbafed_code_table(df_code, df_own, cfgs_code)
 
 # %%
 cur = report.curves(df_code, keep=("label", "seed")).assign(panel="as their released code runs it")
-fig = report.lineplot_grid(cur[cur["round"] > cfgs_code[next(iter(cfgs_code))].cbafed_warmup] if len(cur) else cur,
-                           "test_acc", hue="label", col="panel", ylabel="test accuracy (%)", height=3.4,
+warmup = cfgs_code[next(iter(cfgs_code))].cbafed_warmup
+fig = report.lineplot_grid(cur[cur["round"] > warmup] if len(cur) else cur, "test_acc", hue="label",
+                           col="panel", ylabel="test accuracy (%)", height=3.4,
                            title="CBAFed and its lower bound, released code, federated rounds")
 report.save_figure(fig, figures_dir, f"cbafed_code_{ds}")
 
@@ -123,7 +127,8 @@ report.save_figure(fig, figures_dir, f"cbafed_code_{ds}")
 # Top: test accuracy per round, mean over seeds and a band of one standard deviation; up to the dotted line (the warm-up) only the labeled client trains, for every row. Bottom, CBAFed only: the share of the unlabeled clients' images that enter training (label ratio) and the accuracy of their pseudo-labels, per federated round.
 
 # %%
-fig = report.cbafed_figure(df, c.cbafed_warmup, f"{report.paper.DATASET_NAMES.get(ds, ds)}, profile {profile}: test accuracy per round")
+title = f"{report.paper.DATASET_NAMES.get(ds, ds)}, profile {profile}: test accuracy per round"
+fig = report.cbafed_figure(df, c.cbafed_warmup, title)
 report.save_figure(fig, figures_dir, f"cbafed_table1_{ds}")
 
 # %% [markdown]
@@ -141,7 +146,8 @@ if profile == "small" and ds == "fashionmnist":
         display(Markdown(f"**{title}**, test accuracy (%) after each federated round:"))
         display(report.cbafed_probe_table(probes, key))
 else:
-    print(f"The probe ran at the small profile on Fashion-MNIST; this notebook runs {profile!r} on {ds}.")
+    report.say("The probe ran at the small profile on Fashion-MNIST; this notebook runs "
+               f"{profile!r} on {ds}.")
 
 # %% [markdown]
 # **What the probe shows** (small profile, Fashion-MNIST, seeds 0-1, rounds 21-25; the tables above):
@@ -155,7 +161,8 @@ else:
 # ## Wall time per run (training, minutes, 2-core CPU, one thread a run)
 
 # %%
-df.assign(minutes=[report.train_minutes(p) for p in df.path]).groupby("label").minutes.mean().round(1).to_frame()
+minutes = df.assign(minutes=[report.train_minutes(p) for p in df.path])
+minutes.groupby("label").minutes.mean().round(1).to_frame()
 
 # %% [markdown]
 # ## Labels where CBAFed cannot run
@@ -166,7 +173,7 @@ df.assign(minutes=[report.train_minutes(p) for p in df.path]).groupby("label").m
 try:
     report.profile(profile, ds, algorithm=CBAFED, labels_at=SERVER)
 except ConfigError as err:
-    print(err)
+    report.say(err)
 
 
 # %% [markdown]
@@ -181,7 +188,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

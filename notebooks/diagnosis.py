@@ -29,7 +29,7 @@ seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
 dataset = None             # None -> the profile's PROFILE_GRID datasets
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 num_supervised_list = None  # None -> [40, the N_S of the profile]
@@ -43,15 +43,19 @@ import seaborn as sns
 from semifl_core import report
 from semifl_core.report import paper
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
+# checks the parameters (a bad one: one line saying which and why), sets the styles,
+# says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
+                                         results_dir, figures_dir)
 
 
 # %%
 from semifl_core.run import get_data, pick_device
 data = get_data(pairs[0][0], None, pick_device(device))
 ns_list = num_supervised_list or report.diagnosis_ns(profile, dataset)
-df = pd.concat([report.run_all(report.diagnosis_configs(profile, ds, n, rounds), seed_list, results_dir, device) for ds, _ in pairs for n in ns_list], ignore_index=True)
+df = pd.concat([report.run_all(report.diagnosis_configs(profile, ds, n, rounds), seed_list,
+                               results_dir, device) for ds, _ in pairs for n in ns_list],
+               ignore_index=True)
 print(report.runs_summary(df))
 
 # %% [markdown]
@@ -61,7 +65,8 @@ print(report.runs_summary(df))
 
 # %%
 long = report.stage_curves(df).assign(N_S=lambda d: 'N_S=' + d.num_supervised.astype(str))
-fig = report.lineplot_grid(long, 'acc', hue='stage', col='N_S', ylabel='test accuracy (%)', title=f'Accuracy at each stage of a round (profile {profile})')
+fig = report.lineplot_grid(long, 'acc', hue='stage', col='N_S', ylabel='test accuracy (%)',
+                           title=f'Accuracy at each stage of a round (profile {profile})')
 report.save_figure(fig, figures_dir, f'diagnosis_stages_{pairs[0][0]}')
 
 # %% [markdown]
@@ -82,7 +87,7 @@ report.class_table(df, data.class_names)
 # %% [markdown]
 # ## The suspects, each changed alone
 #
-# Final-round accuracy of each run against the profile's (same seeds); the column *above the profile* is the verdict on '<run> ends above the profile'.
+# Final-round accuracy of each run against the profile's (same seeds); the column *above the profile* is the verdict on the claim that the row's run ends above the profile.
 
 # %% tags=["nbval-check-output"]
 pd.concat([report.suspects_table(df, n) for n in ns_list], ignore_index=True)
@@ -93,7 +98,9 @@ pd.concat([report.suspects_table(df, n) for n in ns_list], ignore_index=True)
 # Split seeds 0-4 (which images are labeled), everything else fixed; final-round accuracy (%).
 
 # %%
-splits = pd.concat([report.run_all(report.split_configs(profile, ds, n, rounds), seed_list[:1], results_dir, device) for ds, _ in pairs for n in ns_list], ignore_index=True)
+splits = pd.concat([report.run_all(report.split_configs(profile, ds, n, rounds), seed_list[:1],
+                                   results_dir, device) for ds, _ in pairs for n in ns_list],
+                   ignore_index=True)
 print(report.runs_summary(splits))
 
 # %% tags=["nbval-check-output"]
@@ -122,7 +129,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Findings
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

@@ -20,7 +20,7 @@
 #
 # **Scale.** FedDure's own setting (ResNet-9, 200 rounds) does not fit our 2-core CPU (docs/feddure.md, "FedDure's small variant: how it was sized": one FedDure round of the small CNN already takes 9 s on one core). The `small` variant keeps every algorithmic value of FedDure's setting and changes the model (the 16-32-64 CNN with BN) and the rounds (50), by the rule written there before any semi-supervised run: the rounds come from the supervised baselines and the CPU budget only. Seeds 0-2 for every cell (a cell not yet trained says so).
 #
-# The columns *FedDure paper* are FedDure's published numbers (ResNet-9, 200 rounds, mean of 3 runs), quoted from `semifl_core/report/paper.py`: theirs, not ours. Our cells are final-round test accuracy, mean (population std) and n over seeds. Verdicts follow the package's rule: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads together, not held when B's exceeds A's by that much, within noise otherwise; one seed gives no verdict.
+# The columns *FedDure paper* are FedDure's published numbers (ResNet-9, 200 rounds, mean of 3 runs), quoted from `semifl_core/report/paper.py`: theirs, not ours. Our cells are final-round test accuracy, mean (population std) and n over seeds. Verdicts follow the package's rule: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads together, not held when B's exceeds A's by that much, within noise otherwise; a claim with one seed reads *one seed: no verdict*.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -31,10 +31,10 @@
 profile = 'small'          # 'paper' | 'small' | 'smoke'
 seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # every cell
-extra_seeds = [0, 1, 2]    # FedDure (paper) and FedAvg* under (DIR, DIR): three seeds even when `seeds` has fewer
+extra_seeds = [0, 1, 2]    # FedDure (paper) and FedAvg* under (DIR, DIR): three seeds always
 dataset = None             # None -> Fashion-MNIST (synthetic in the smoke profile)
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
@@ -49,19 +49,22 @@ from semifl_core import report
 from semifl_core.config import ConfigError
 from semifl_core.methods import CLIENTS, SEMIFL
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir,
+# checks the parameters (a bad one: one line saying which and why), sets the styles,
+# says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
+                                         results_dir, figures_dir,
                                          describes=False)
 ds = pairs[0][0]
 c = next(iter(report.feddure_configs(profile, ds, rounds).values()))
-print(f"FedDure's {profile!r} setting on {ds}: model={c.model} ({c.norm}), K={c.num_clients} clients, {c.num_active} "
-      f"a round, {c.rounds} rounds, Adam lr={c.lr}, batch {c.client_batch}, E={c.local_epochs}, {c.client_labels} "
-      f"labels per class per client | seeds {seed_list}, extra seeds {extra_seeds if seed is None else seed_list}")
+extra = extra_seeds if seed is None else seed_list
+report.say(f"FedDure's {profile!r} setting on {ds}: model={c.model} ({c.norm}), "
+           f"K={c.num_clients} clients, {c.num_active} a round, {c.rounds} rounds, Adam lr={c.lr}, "
+           f"batch {c.client_batch}, E={c.local_epochs}, {c.client_labels} labels per class per "
+           f"client | seeds {seed_list}, extra seeds {extra}")
 
 
 # %%
-df = report.feddure_runs(profile, ds, seed_list, extra_seeds if seed is None else seed_list, results_dir, device,
-                         rounds)
+df = report.feddure_runs(profile, ds, seed_list, extra, results_dir, device, rounds)
 print(report.runs_summary(df))
 
 # %% [markdown]
@@ -82,8 +85,9 @@ report.feddure_table(df, metric="best_acc")
 # %%
 long = report.curves(df, keep=("row", "setting", "seed"))
 long = long.dropna(subset=["test_acc"])
-fig = report.lineplot_grid(long, "test_acc", hue="row", col="setting", ylabel="test accuracy (%)", wrap=3,
-                           title=f"FedDure's Table 1 settings: test accuracy per round (profile {profile})")
+fig = report.lineplot_grid(
+    long, "test_acc", hue="row", col="setting", ylabel="test accuracy (%)", wrap=3,
+    title=f"FedDure's Table 1 settings: test accuracy per round (profile {profile})")
 report.save_figure(fig, figures_dir, f"feddure_table1_{ds}")
 
 # %% [markdown]
@@ -100,7 +104,7 @@ times.pivot_table(index="row", columns="setting", values="minutes", aggfunc="mea
 
 # %%
 long_cfgs = report.feddure_length_configs(profile, ds, rounds)
-long = report.feddure_length_runs(profile, ds, extra_seeds if seed is None else seed_list, results_dir, device, rounds)
+long = report.feddure_length_runs(profile, ds, extra, results_dir, device, rounds)
 print(report.runs_summary(long))
 
 # %% tags=["nbval-check-output"]
@@ -119,8 +123,8 @@ for at, table in by_length.items():
     print(f'{at} rounds, (DIR, DIR):')
     display(table)
 if not by_length:
-    print(f'No run of the released code at this profile\'s lengths (it ran at the small profile only, at '
-          f'{sorted(set(released.rounds))} rounds).')
+    report.say("No run of the released code at this profile's lengths (it ran at the small profile "
+               f"only, at {sorted(set(released.rounds))} rounds).")
 
 # %% [markdown]
 # **Reading** (seeds 0 and 1, 50 rounds, (DIR, DIR); the package's rule): the released code ends at 39.8 (4.8), below our FedAvg* (49.3 (1.6)) by more than the two spreads together. As released, FedDure does not beat FedAvg* on this split either, so our FedDure's place below FedAvg* is not only a defect of our implementation. Our `code` variant (46.8 (0.6)) ends above the released code, by more than the two spreads (7.0 points against 5.4). Where the two differ, as far as we read the released code: it trains a fixed 5 steps a round plus 5 fine-tuning steps where ours takes its steps from the client's data; its student learning rate warms up as 0, 0, 2/12, 3/12, 4/12 where ours goes 0, 0, 1, 1, 1; its fine-tuning BN statistics run over labeled, weak and strong batches where ours use the labeled batch only; its learning rate is 6e-4 against our 5e-4; and it applies a 16-pixel Cutout to labeled images. FedAvg* is ours in both comparisons; the released code brings no FedAvg* run of its own. At 200 rounds, FedDure's own length, seeds 0 and 1 (n=2; about 45 CPU minutes a seed here): the released code ends at 43.8 (3.1) (40.7 and 46.9), below our FedAvg* (62.7 (0.6)) by 18.9 points, far beyond the two spreads, and below our FedDure (paper) (48.7 (0.9)) by 4.9 points against the 4.0 the two spreads allow. So the released code stays below FedAvg* at its own length too. Two seeds are few, and the released code's test accuracy moves by several points between its 10-round checkpoints (seed 0: 47.4 at round 170, 37.6 at 190, 40.7 at 200): its place below FedAvg* is far outside that, its place below our FedDure is not.
@@ -135,7 +139,7 @@ if not by_length:
 try:
     report.profile(profile, ds, algorithm=SEMIFL, labels_at=CLIENTS)
 except ConfigError as err:
-    print(err)
+    report.say(err)
 
 
 # %% [markdown]
@@ -150,7 +154,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

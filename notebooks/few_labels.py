@@ -38,7 +38,7 @@ seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
 dataset = None             # None -> the profile's first dataset
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
@@ -50,13 +50,16 @@ import seaborn as sns
 from semifl_core import report
 from semifl_core.report import configs
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
+# checks the parameters (a bad one: one line saying which and why), sets the styles,
+# says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
+                                         results_dir, figures_dir)
 ds = pairs[0][0]
 few_ns = [(ds, n) for n in configs.FEW_LABEL_NS] if profile in ('small', 'long') else pairs[:1]
 
 # %%
-df = report.run_pairs(report.few_label_configs, profile, few_ns, seed_list, results_dir, device, rounds)
+df = report.run_pairs(report.few_label_configs, profile, few_ns, seed_list, results_dir, device,
+                      rounds)
 print(report.runs_summary(df))
 
 # %% [markdown]
@@ -67,9 +70,11 @@ print(report.runs_summary(df))
 # %%
 cur = report.few_label_curves(df)
 order = [*configs.few_label_rows(), 'Partially Supervised', 'Fully Supervised']
-fig = report.lineplot_grid(cur[cur.metric == 'test accuracy (%)'], 'value', hue='rule', col='N_S', hue_order=order,
-                           refs=('Fully Supervised',), ylabel='test accuracy (%)', height=3.6,
-                           title=f'Few labels: test accuracy per round ({report.paper.DATASET_NAMES.get(ds, ds)}, profile {profile})')
+data_name = report.paper.DATASET_NAMES.get(ds, ds)
+fig = report.lineplot_grid(
+    cur[cur.metric == 'test accuracy (%)'], 'value', hue='rule', col='N_S', hue_order=order,
+    refs=('Fully Supervised',), ylabel='test accuracy (%)', height=3.6,
+    title=f'Few labels: test accuracy per round ({data_name}, profile {profile})')
 report.save_figure(fig, figures_dir, f'few_labels_{ds}')
 
 # %% [markdown]
@@ -87,7 +92,8 @@ report.few_label_table(df)
 
 # %%
 pseudo = cur[(cur.metric != 'test accuracy (%)') & cur.rule.isin(configs.few_label_rows())]
-fig = report.lineplot_grid(pseudo, 'value', hue='rule', col='N_S', row='metric', hue_order=configs.few_label_rows(),
+fig = report.lineplot_grid(pseudo, 'value', hue='rule', col='N_S', row='metric',
+                           hue_order=configs.few_label_rows(),
                            ylabel={m: m for m in report.figures.FEW_LABEL_METRICS.values()},
                            bounds=report.FEW_LABEL_BOUNDS, height=2.8,
                            title='What each rule puts in the fix set, per round')
@@ -96,11 +102,12 @@ report.save_figure(fig, figures_dir, f'few_labels_fixset_{ds}')
 # %% [markdown]
 # ## The authors' three details (N_S=40)
 #
-# Where the authors' code runs otherwise than ours, each alone (fields `mix_draws`, `shear_resample`, `cutout_size`), against the profile's SemiFL at N_S=40: the mix set drawn afresh at every read instead of once a round (Eq. 4 defines a set), bilinear shear instead of nearest, and CutoutConst's 40 px fixed instead of scaled with the image (35 px at 28x28). The column *above the profile* is the verdict on '<detail> ends above the profile's SemiFL'.
+# Where the authors' code runs otherwise than ours, each alone (fields `mix_draws`, `shear_resample`, `cutout_size`), against the profile's SemiFL at N_S=40: the mix set drawn afresh at every read instead of once a round (Eq. 4 defines a set), bilinear shear instead of nearest, and CutoutConst's 40 px fixed instead of scaled with the image (35 px at 28x28). The column *above the profile* is the verdict on the claim that the row's detail ends above the profile's SemiFL.
 
 # %%
 n40 = min(n for _, n in few_ns)
-details = report.run_all(report.authors_details_configs(profile, ds, n40, rounds), seed_list, results_dir, device)
+details = report.run_all(report.authors_details_configs(profile, ds, n40, rounds), seed_list,
+                         results_dir, device)
 
 # %% tags=["nbval-check-output"]
 base = df[(df.method == 'fixed') & (df.num_supervised == n40)]
@@ -114,8 +121,10 @@ report.authors_details_table(details, base)
 # %%
 n_top = max(n for _, n in few_ns)
 best = configs.best_two_rules(profile, ds, n_top, results_dir)
-print(f'the two best rows at N_S={n_top}, IID:', best or 'not known yet (not every IID run of seeds 0-2 is in)')
-noniid = report.run_all(configs.few_label_noniid_configs(profile, ds, n_top, best), seed_list, results_dir, device) if best else df.iloc[:0]
+print(f'the two best rows at N_S={n_top}, IID:',
+      best or 'not known yet (not every IID run of seeds 0-2 is in)')
+noniid = (report.run_all(configs.few_label_noniid_configs(profile, ds, n_top, best), seed_list,
+                         results_dir, device) if best else df.iloc[:0])
 
 # %% tags=["nbval-check-output"]
 noniid_table = report.few_label_noniid_table(noniid, best)
@@ -134,7 +143,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

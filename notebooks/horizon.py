@@ -18,7 +18,7 @@
 #
 # The paper trains T=800 rounds; the `small` profile trains 30, so a client is active about 3 times a run (the paper: about 80) and its share of confidently pseudo-labeled images barely grows before the cosine schedule ends. This notebook trains SemiFL and Partially Supervised at the `small` profile with R in {30, 100, 300} rounds (seeds 0-2) and R=800 (the paper's T; seeds 0-2, trained across sessions: about 2.5 CPU hours a SemiFL run), everything else at the profile: the cosine schedule always spans the run's R, and Partially Supervised always gets SemiFL's server budget (R x 5 epochs). R >= 100 is evaluated every 10 rounds; R=300 is the `long` profile. Centralized FixMatch (one model, the labels plus every client image pooled, SemiFL's clients' step budget: `semifl_core/methods/fixmatch.py`) at R=30 and 300 tells whether a missing effect is federation's fault or the budget's.
 #
-# Fixed before any of these runs: the profiles, the R values, and the rule. Gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed (Fully Supervised: 10 epochs, the profile's sizing), at the final round and as the mean over the evaluated rounds in the last 10 % of the run (rounds >= 0.9 R). A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, within noise otherwise; one seed gives no verdict. The paper's 87 % (CIFAR-10, N_S=250, IID, WResNet-28-2, 800 rounds) is drawn beside ours as theirs.
+# Fixed before any of these runs: the profiles, the R values, and the rule. Gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed (Fully Supervised: 10 epochs, the profile's sizing), at the final round and as the mean over the evaluated rounds in the last 10 % of the run (rounds >= 0.9 R). A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, within noise otherwise; a claim with one seed reads *one seed: no verdict*. The paper's 87 % (CIFAR-10, N_S=250, IID, WResNet-28-2, 800 rounds) is drawn beside ours as theirs.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -31,7 +31,7 @@ seed = None                # one seed (e.g. -p seed 3) instead of each horizon's
 seeds = None               # None -> seeds 0, 1, 2
 dataset = None             # None -> the profile's first dataset
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # unused: each horizon sets its own rounds
 
@@ -42,13 +42,16 @@ import matplotlib.pyplot as plt
 import seaborn as sns
 from semifl_core import report
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds if seeds is not None else [0, 1, 2], dataset, rounds,
-                                         device, results_dir, figures_dir, describes=False)
+# checks the parameters (a bad one: one line saying which and why), sets the styles,
+# says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds if seeds is not None else [0, 1, 2],
+                                         dataset, rounds, device, results_dir, figures_dir,
+                                         describes=False)
 ds, n = pairs[0]
 
 # %%
-df = report.horizon_runs(profile, ds, n, None if seed is None and seeds is None else seed_list, results_dir, device)
+df = report.horizon_runs(profile, ds, n, None if seed is None and seeds is None else seed_list,
+                         results_dir, device)
 print(report.runs_summary(df))
 
 # %% [markdown]
@@ -84,21 +87,23 @@ points.round(1)
 
 # %%
 long_profile = report.configs.longer_profile(profile)
-long_df = report.run_pairs(report.table1_configs, long_profile, [(ds, n)], seed_list, results_dir, device)
+long_df = report.run_pairs(report.table1_configs, long_profile, [(ds, n)], seed_list, results_dir,
+                           device)
 print(report.runs_summary(long_df))
 
 # %% tags=["nbval-check-output"]
 rounds_long = report.make(long_profile, ds, n).rounds
 long_table1 = report.table1(long_df, ds, n)
+old, new = 'this run, best round (', f'this run, {rounds_long} rounds, best round ('
 display(long_table1[long_table1.method != report.tables.HETEROFL_ROW].reset_index(drop=True)
-        .rename(columns=lambda c: c.replace('this run (', f'this run, {rounds_long} rounds, best round (')))
+        .rename(columns=lambda c: c.replace(old, new)))
 report.gap_table(long_df, ds, n)
 
 
 # %% [markdown]
 # ### The few-label winners at `long`
 #
-# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (trained by `python -m semifl_core.campaign label_skew_long`: about 110 CPU minutes a client-adaptive run and 2.5 hours an (FL)² run here, trained across sessions). A row without committed runs says *not run*; one seed gives no verdict.
+# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (trained by `python -m semifl_core.campaign label_skew_long`: about 110 CPU minutes a client-adaptive run and 2.5 hours an (FL)² run here, trained across sessions). A row without committed runs says *not run*; a claim with one seed reads *one seed: no verdict*.
 #
 
 # %%
@@ -116,14 +121,14 @@ winners_table
 # Written from the claims table below (so the two cannot disagree).
 
 # %%
-claims = report.horizon_claims(df, report.configs.horizons_of(profile, ds), long_df, (ds, n), long_profile,
-                               winners_table)
+claims = report.horizon_claims(df, report.configs.horizons_of(profile, ds), long_df, (ds, n),
+                               long_profile, winners_table)
 report.takeaway(claims)
 
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

@@ -16,13 +16,12 @@
 # %% [markdown]
 # # Label skew: why the few-label fix stops working under Non-IID
 #
-# Under IID, SemiFL with (FL)²'s client-adaptive pseudo-label thresholds beats Partially Supervised at 30 rounds (the few_labels notebook); under Non-IID K=2, where each client holds the images of two classes, it does not. This notebook measures why, inside SemiFL's alternate training, and tests the fix the measurement names.
+# Under IID, SemiFL with (FL)²'s client-adaptive pseudo-label thresholds beats Partially Supervised at 30 rounds (the few_labels notebook); under Non-IID K=2, where each client holds the images of two classes, it does not. This notebook measures why, inside SemiFL's alternate training, and judges the remedies tried, each fixed in docs/label_skew.md before its runs.
 #
-# - **The mechanism**: instrumented runs (`diagnostics=True`, which trains exactly as the plain run) of SemiFL with the fixed rule (Eq. 3, tau = 0.95) and with the client-adaptive rule, and of (FL)², under Non-IID K=2. On every round and for every active client: the threshold the rule gives each class (for client-adaptive, tau_c = t * l_c / max_c l_c with t the client's mean top probability and l_c its mean probability of class c), how many of its pseudo-labels fall in the classes it does not hold (all of them wrong) and how many of those pass, and how its local update moves the global model's per-class test accuracy, for the classes it holds and for those it does not.
-# - **The fix**: the *global-adaptive* rule, FreeMatch's self-adaptive threshold (Wang et al., ICLR 2023) computed as FreeMatch computes it, over all the unlabeled data, here the round's active clients together: one set of per-class thresholds for every client, so a class one client does not hold is not given a threshold near zero.
-# - **The second fix**, named by the fixed rule's instrumented runs (its nearly clean labels cost the classes a client does not hold as much as client-adaptive's wrong ones): FedRS's restricted softmax (Li and Zhan, KDD 2021) in SemiFL's client loss, which scales the logits of the classes a client does not hold by alpha = 0.5 so that its update pushes their weights down less; SemiFL's own fixed rule; a client holds the classes of at least 5 % of its fix set.
+# - **The mechanism**: instrumented runs (`diagnostics=True`, which trains exactly as the plain run) of SemiFL with the fixed rule (Eq. 3, tau = 0.95) and with the client-adaptive rule, and of (FL)², under Non-IID K=2. On every round and for every active client: the threshold the rule gives each class (for client-adaptive, tau_c = t * l_c / max_c l_c with t the client's mean top probability and l_c its mean probability of class c), how many of its pseudo-labels fall in the classes it does not hold (all of them wrong) and how many of those pass, and how its local update moves the global model's per-class test accuracy, for *its classes* (those it holds: at least 5 % of its fix set) and for *the other classes*.
+# - **The remedies tried**, in the order the measurements named them: the *global-adaptive* rule, FreeMatch's self-adaptive threshold (Wang et al., ICLR 2023) computed over the round's active clients together, so that a class one client does not hold is not given a threshold near zero; FedRS's restricted softmax (Li and Zhan, KDD 2021) in SemiFL's client loss, which scales the logits of the other classes by alpha = 0.5 so that a client's update pushes their weights down less; then two distillations judged first by a gate on the mechanism (FedNTD's not-true distillation, FedVLS's vacant-class term). docs/label_skew.md lists every remedy, those after them included, with its rule.
 #
-# Setting: the `small` profile (Fashion-MNIST, N_S=100, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), seeds 0-2. **Fixed before the runs** (docs/label_skew.md): the measures, each run summarised by its mean over its rounds; the fix, its runs (IID and Non-IID K=2) and its judges (Partially Supervised, and the client-adaptive rule at the same partition; final-round test accuracy). The fix was chosen after the first instrumented run showed the mechanism, before any run of it. Verdicts by the package's rule: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise. No paper reports these measurements: every number here is ours.
+# Setting: the `small` profile (Fashion-MNIST, N_S=100, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), seeds 0-2. **Fixed before the runs** (docs/label_skew.md): the measures, each run summarised by its mean over its rounds; each remedy, its runs and its judges (Partially Supervised, and SemiFL without it at the same partition; final-round test accuracy). The first remedy was chosen after the first instrumented run showed the mechanism, before any run of it. Verdicts by the package's rule: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise. No paper reports these measurements: every number here is ours.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*. To train its runs: `python -m semifl_core.campaign label_skew_diagnosis label_skew_fix label_skew_fedrs`.
 
@@ -35,7 +34,7 @@ seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
 dataset = None             # None -> the profile's first dataset
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
@@ -45,14 +44,21 @@ import pandas as pd
 from semifl_core import report
 from semifl_core.report import configs, label_skew as skew
 
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
+                                         results_dir, figures_dir)
 ds, n = pairs[0]
 
 # %%
-fix = report.run_all(configs.label_skew_fix_configs(profile, ds, n, rounds), seed_list, results_dir, device)
-mech = report.run_all(configs.label_skew_diagnosis_configs(profile, ds, n, rounds), seed_list, results_dir, device)
-fedrs = report.run_all(configs.label_skew_fedrs_configs(profile, ds, n, rounds), seed_list, results_dir, device)
-mech = pd.concat([mech, fedrs[fedrs.label.str.endswith('(instrumented)')]], ignore_index=True)   # its mechanism too
+def runs(configs_of, *args):
+    cfgs = configs_of(profile, ds, n, *args, rounds=rounds)
+    return report.run_all(cfgs, seed_list, results_dir, device)
+
+
+fix = runs(configs.label_skew_fix_configs)
+mech = runs(configs.label_skew_diagnosis_configs)
+fedrs = runs(configs.label_skew_fedrs_configs)
+# FedRS's instrumented runs join the mechanism table
+mech = pd.concat([mech, fedrs[fedrs.label.str.endswith('(instrumented)')]], ignore_index=True)
 
 # %% [markdown]
 # ## The outcome: the fix against Partially Supervised and the client-adaptive rule
@@ -63,12 +69,14 @@ mech = pd.concat([mech, fedrs[fedrs.label.str.endswith('(instrumented)')]], igno
 acc = report.curves(skew.with_rows(fix), keep=('row', 'seed', 'partition'))
 psl = configs.label_of('partially-supervised')
 keep = acc[acc.row != configs.label_of('fully-supervised')] if len(acc) else acc
-panels = [keep[(keep.row != psl) & (keep.partition == part)].assign(panel=name) for part, name in skew.PARTITION_NAMES.items()]
+panels = [keep[(keep.row != psl) & (keep.partition == part)].assign(panel=name)
+          for part, name in skew.PARTITION_NAMES.items()]
 panels += [keep[keep.row == psl].assign(panel=name) for name in skew.PARTITION_NAMES.values()]
 outcome = pd.concat(panels, ignore_index=True) if len(keep) else keep.assign(panel=[])
-fig = report.lineplot_grid(outcome, 'test_acc', hue='row', col='panel', ylabel='test accuracy (%)', height=3.4,
-                           hue_order=['global-adaptive', 'client-adaptive', psl],
-                           title='The fix (global-adaptive) against the client-adaptive rule and Partially Supervised')
+fig = report.lineplot_grid(
+    outcome, 'test_acc', hue='row', col='panel', ylabel='test accuracy (%)', height=3.4,
+    hue_order=['global-adaptive', 'client-adaptive', psl],
+    title='The fix (global-adaptive) against the client-adaptive rule and Partially Supervised')
 report.save_figure(fig, figures_dir, f'label_skew_outcome_{ds}')
 
 # %% tags=["nbval-check-output"]
@@ -77,13 +85,14 @@ skew.fix_table(fix)
 # %% [markdown]
 # ## The mechanism: what each rule does with the classes a client does not hold
 #
-# Per round, averaged over the round's active clients (mean over seeds, band one std). Left column: the classes a client holds; right column: the classes it does not hold. Top, the threshold the rule gives those classes; middle, the share of the pseudo-labels in those classes that pass it (in the right column every one of them is wrong); bottom, how a client's local update moves the start model's test accuracy on those classes (points). FedRS (dashed) keeps the fixed rule's threshold, so in the top panels its line lies on the fixed rule's; (FL)² uses the client-adaptive rule, and its thresholds lie on that rule's.
+# Per round, averaged over the round's active clients (mean over seeds, band one std). Left column: its classes (those a client holds); right column: the other classes. Top, the threshold the rule gives those classes; middle, the share of the pseudo-labels in those classes that pass it (in the right column every one of them is wrong); bottom, how a client's local update moves the start model's test accuracy on those classes (points). FedRS (dashed) keeps the fixed rule's threshold, so in the top panels its line lies on the fixed rule's; (FL)² uses the client-adaptive rule, and its thresholds lie on that rule's.
 
 # %%
 cur = skew.mechanism_curves(mech)
-fig = report.lineplot_grid(cur, 'value', hue='row', col='classes', row='measure', bounds=skew.MECHANISM_BOUNDS,
-                           ylabel={m: m for m, _, _ in skew.MECHANISM_PANELS}, height=2.8, dashed=[skew.FEDRS],
-                           title='Non-IID K=2: classes a client holds (left) and does not hold (right)')
+fig = report.lineplot_grid(
+    cur, 'value', hue='row', col='classes', row='measure', bounds=skew.MECHANISM_BOUNDS,
+    ylabel={m: m for m, _, _ in skew.MECHANISM_PANELS}, height=2.8, dashed=[skew.FEDRS],
+    title="Non-IID K=2: a client's classes (left) and the other classes (right)")
 report.save_figure(fig, figures_dir, f'label_skew_mechanism_{ds}')
 
 # %% [markdown]
@@ -106,22 +115,23 @@ skew.fedrs_table(fedrs)
 # The measurements above say what a fix must do: a client's update, five epochs on two classes, lowers the eight classes it does not hold, whatever the labels. FedNTD's *not-true distillation* (Lee et al., NeurIPS 2022) keeps, on each fix sample, the client model's softmax over the classes other than the sample's pseudo-label near the received global model's (beta 1, tau 1, its code's values); FedVLS's *vacant-class distillation* (Guo et al., AAAI 2025) does so over the classes with no pseudo-label on that client this round (lambda 0.1). Both were fixed in docs/label_skew.md before any run of them, with a **gate on the mechanism** before any accuracy cell: on the instrumented Non-IID K=2 runs (`small`, seeds 0-2), one client update must lower the classes it does not hold by less than 10 points and raise those it holds by at least 3 (n=3 means of each run's mean over its rounds). Not-true distillation first; the vacant-class term only if it fails; the accuracy cells (K=2, Dir(0.1), IID) only for a remedy that passes.
 
 # %%
-gates = pd.concat([report.run_all(configs.label_skew_gate_configs(profile, ds, n, remedy, rounds), seed_list,
-                                  results_dir, device) for remedy in configs.REMEDIES], ignore_index=True)
+gates = pd.concat([runs(configs.label_skew_gate_configs, r) for r in configs.REMEDIES],
+                  ignore_index=True)
 gate = skew.gate_table(pd.concat([mech, gates], ignore_index=True))
 
 # %% tags=["nbval-check-output"]
 gate
 
 # %% [markdown]
-# Both gates fail: not-true distillation cuts the drop on the classes a client does not hold by about three points (26.2 against 29.1), the vacant-class term leaves it within noise (28.8), and the gate asked for a drop under 10. The cells below would hold a remedy that passed its gate (final-round test accuracy against Partially Supervised and SemiFL with the fixed rule at the same partition, by the package's rule); a remedy that failed its gate trains none. docs/label_skew.md says what was not tried.
+# Both remedies failed their gate: not-true distillation cuts the drop on the classes a client does not hold by about three points (26.2 against 29.1), the vacant-class term leaves it within noise (28.8), and the gate asked for a drop under 10. The cells below would hold a remedy that passed its gate (final-round test accuracy against Partially Supervised and SemiFL with the fixed rule at the same partition, by the package's rule); a remedy that failed its gate trains none. docs/label_skew.md says what was not tried.
 
 # %% tags=["nbval-check-output"]
-remedies = {r: (skew.remedy_table(report.run_all(configs.label_skew_remedy_configs(profile, ds, n, r, rounds), seed_list,
-                                                 results_dir, device), r) if r in skew.passed_gates(gate) else None)
-            for r in configs.REMEDIES}
+passed = skew.passed_gates(gate)
+remedies = {r: skew.remedy_table(runs(configs.label_skew_remedy_configs, r), r)
+            if r in passed else None for r in configs.REMEDIES}
 for r, table in remedies.items():
-    print(f"{r}: gate {gate.loc[r, 'gate']}" + ("" if table is not None else "; no cells trained"))
+    trained = "" if table is not None else "; no accuracy cells trained"
+    print(f"{r}: {gate.loc[r, skew.GATE]}{trained}")
     if table is not None:
         display(table)
 
@@ -131,8 +141,8 @@ for r, table in remedies.items():
 # Written from the claims below (generated, so it cannot disagree with them).
 
 # %%
-claims = skew.claims(pd.concat([mech, gates], ignore_index=True), skew.fix_table(fix), skew.fedrs_table(fedrs),
-                     remedies)
+claims = skew.claims(pd.concat([mech, gates], ignore_index=True), skew.fix_table(fix),
+                     skew.fedrs_table(fedrs), remedies)
 report.takeaway(claims)
 
 # %% [markdown]

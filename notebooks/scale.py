@@ -18,7 +18,7 @@
 #
 # First the rule that sized the `small` profile and the measurements it used (supervised baselines and the CPU budget only; fixed before SemiFL ran on the profile). Then SemiFL - Partially Supervised and the fraction of the Partially -> Fully Supervised gap that SemiFL closes, varying one factor at a time around the profile: N_S, client epochs E, rounds, model width. The paper's points (CIFAR-10, SVHN, CIFAR-100; WResNets, 800 rounds) are drawn beside, labeled as the paper's.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so a claim with one seed reads 'one seed: no verdict'; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -31,7 +31,7 @@ seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
 dataset = None             # None -> the profile's PROFILE_GRID datasets
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
@@ -44,21 +44,26 @@ import seaborn as sns
 from semifl_core import report
 from semifl_core.report import paper
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
+# checks the parameters (a bad one: one line saying which and why), sets the styles,
+# says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
+                                         results_dir, figures_dir)
 
 
 # %% [markdown]
 # ## The sizing rule: training length, rounds and N_S
 
 # %%
-# The rule (docs/sizing.md, 'The small profile: how it was sized'): (1) E_F = the shortest Fully Supervised training (10/20/40 epochs)
-# within 0.5 points of twice as long; (2) rounds R = the smallest multiple of 10 with R*C*N_U*E >= E_F*N;
+# The rule (docs/sizing.md, 'The small profile: how it was sized'):
+# (1) E_F = the shortest Fully Supervised training (10/20/40 epochs) within 0.5 points of twice
+#     as long;
+# (2) rounds R = the smallest multiple of 10 with R*C*N_U*E >= E_F*N;
 # (3) N_S = the largest of 40/100/250/1000 with Fully - Partially Supervised >= 15 points (3 seeds);
 # (4) check: one SemiFL run <= about 10 minutes on 2 cores.
 ds = pairs[0][0]
 fsl = report.run_all(report.fsl_sizing_configs(profile, ds), seed_list[:2], results_dir, device)
-plateau, fsl_epochs = report.fsl_plateau(fsl, report.profile(profile, ds, algorithm='fully-supervised').server_batch)
+fsl_batch = report.profile(profile, ds, algorithm='fully-supervised').server_batch
+plateau, fsl_epochs = report.fsl_plateau(fsl, fsl_batch)
 display(plateau)
 print('rule (1): E_F =', fsl_epochs, 'epochs')
 
@@ -71,7 +76,8 @@ print(f'rule (2): R = {r} rounds; the profile has {cfg.rounds}')
 # ## The scale study's runs
 
 # %%
-df = report.run_all(report.scale_configs(profile, ds, cfg.num_supervised, rounds), seed_list, results_dir, device)
+df = report.run_all(report.scale_configs(profile, ds, cfg.num_supervised, rounds), seed_list,
+                    results_dir, device)
 print(report.runs_summary(df))
 
 # %% tags=["nbval-check-output"]
@@ -114,7 +120,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

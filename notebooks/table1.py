@@ -31,7 +31,7 @@ seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
 dataset = None             # None -> the profile's PROFILE_GRID datasets
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
@@ -44,8 +44,10 @@ import seaborn as sns
 from semifl_core import report
 from semifl_core.report import paper
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
+# checks the parameters (a bad one: one line saying which and why), sets the styles,
+# says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
+                                         results_dir, figures_dir)
 
 
 # %%
@@ -88,7 +90,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

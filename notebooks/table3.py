@@ -18,7 +18,7 @@
 #
 # SemiFL with static batch-norm statistics computed from the server's labeled data only, or from the server and all clients, under Non-IID K=2 and IID.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so a claim with one seed reads 'one seed: no verdict'; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -31,7 +31,7 @@ seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
 dataset = None             # None -> the profile's PROFILE_GRID datasets
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
@@ -44,8 +44,10 @@ import seaborn as sns
 from semifl_core import report
 from semifl_core.report import paper
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
+# checks the parameters (a bad one: one line saying which and why), sets the styles,
+# says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
+                                         results_dir, figures_dir)
 
 
 # %%
@@ -72,7 +74,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# The paper's claim is one-sided: sBN statistics from the server only are *not worse than* from server and clients. 'A not worse than B' is *held* unless B is above A by the package's rule: *not held* when B's mean exceeds A's by more than the two seed spreads (population std over seeds) together, *held* otherwise, so a lower mean of A within the two spreads is held (not worse), not a loss. The evidence gives all - server and the two spreads together. One seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# The paper's claim is one-sided: sBN statistics from the server only are *not worse than* from server and clients. 'A not worse than B' is *held* unless B is above A by the package's rule: *not held* when B's mean exceeds A's by more than the two seed spreads (population std over seeds) together, *held* otherwise, so a lower mean of A within the two spreads is held (not worse), not a loss. The evidence gives all - server and the two spreads together. A claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

@@ -18,7 +18,7 @@
 #
 # The paper compares E=1 with its E=5; here the reduced E is the profile's E divided by 5 (the `small` profile's E is the paper's 5, so the table's one column *E* is both; a profile with another E shows the paper's and its own). The row with the profile's E, beta_g=0.5 and the mix loss is SemiFL (Table 1's runs, reused). The learning curves are Figure 9: test accuracy per round of the four rows, mean over seeds and a band of one standard deviation.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so a claim with one seed reads 'one seed: no verdict'; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -31,7 +31,7 @@ seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
 dataset = None             # None -> the profile's PROFILE_GRID datasets
 device = 'auto'
-results_dir = None         # None -> the repository's results/ (committed runs are reused from there)
+results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
@@ -44,8 +44,10 @@ import seaborn as sns
 from semifl_core import report
 from semifl_core.report import paper
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles, says what runs and where
-seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device, results_dir, figures_dir)
+# checks the parameters (a bad one: one line saying which and why), sets the styles,
+# says what runs and where
+seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
+                                         results_dir, figures_dir)
 
 
 # %%
@@ -63,9 +65,11 @@ for ds, n in pairs:
 c = report.curves(df)
 for ds, n in pairs:
     d = c[(c.dataset == ds) & (c.num_supervised == n)]
-    g = report.lineplot_grid(d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)',
-                             title=f'Figure 9 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
-    report.save_figure(g, figures_dir, 'table5_curves' if len(pairs) == 1 else f'table5_curves_{ds}_{n}')
+    g = report.lineplot_grid(
+        d, 'test_acc', hue='method', col='partition', ylabel='test accuracy (%)',
+        title=f'Figure 9 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
+    name = 'table5_curves' if len(pairs) == 1 else f'table5_curves_{ds}_{n}'
+    report.save_figure(g, figures_dir, name)
 
 
 # %% [markdown]
@@ -80,7 +84,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; one seed gives no verdict, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

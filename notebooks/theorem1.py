@@ -49,10 +49,11 @@
 # ## Parameters
 
 # %% tags=["parameters"]
-seed = 0                   # numpy seed: repetition r at (zeta, n_u) draws from SeedSequence([seed, 1000 zeta, n_u, r])
+seed = 0                   # numpy seed: repetition r at (zeta, n_u) draws from
+                           # SeedSequence([seed, 1000 zeta, n_u, r])
 repetitions = 30           # independent draws per (zeta, n_u)
-fast = False               # True: n_u up to 10^5, zeta in {0.5, 0.7, 0.9}, 4 repetitions (a quick look, not the rule)
-profile = None             # for the notebook tests: smoke means fast; any other profile changes nothing
+fast = False               # True: n_u up to 10^5, zeta in {0.5, 0.7, 0.9}, 4 repetitions
+profile = None             # for the notebook tests: smoke means fast; any other changes nothing
 seeds = None               # for the notebook tests: a list of seeds, whose first is used as seed
 results_dir = None         # unused: nothing here is trained or stored
 figures_dir = None         # None -> the repository's figures/
@@ -70,23 +71,28 @@ from semifl_core import report, theory
 from semifl_core.config import ConfigError
 from semifl_core.report.runs import check_injected
 
-check_injected(get_ipython().history_manager.input_hist_raw)   # a parameter the cell above does not declare is refused
+# a parameter the cell above does not declare is refused
+check_injected(get_ipython().history_manager.input_hist_raw)
 seed = seeds[0] if seeds is not None else seed
 fast = bool(fast) or profile == 'smoke'
-if not isinstance(seed, (int, np.integer)) or not isinstance(repetitions, (int, np.integer)) or repetitions < 2:
-    raise ConfigError(f'seed={seed!r}, repetitions={repetitions!r}: need an integer seed and at least 2 repetitions')
+if (not isinstance(seed, (int, np.integer)) or not isinstance(repetitions, (int, np.integer))
+        or repetitions < 2):
+    raise ConfigError(f'seed={seed!r}, repetitions={repetitions!r}: need an integer seed and at '
+                      'least 2 repetitions')
 pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', None)
 report.plain_tables()                                          # tables without pandas' row numbers
 
-task = theory.Task(alpha=1.0, q=1.0, v=1.0, s=1.0)          # w = 0.8, rho = 0.5, eps = 0.5 (the band is all of [0, 1])
-C_H, C_DELTA = 0.5, 1.0                                       # h = C_H n^(-1/D), delta = C_DELTA h^q
+# w = 0.8, rho = 0.5, eps = 0.5 (the band is all of [0, 1])
+task = theory.Task(alpha=1.0, q=1.0, v=1.0, s=1.0)
+C_H, C_DELTA = 0.5, 1.0                                # h = C_H n^(-1/D), delta = C_DELTA h^q
 ZETAS = [0.5, 0.7, 0.9] if fast else [0.5, 0.6, 0.7, 0.8, 0.9]
 N = [int(round(10 ** e)) for e in np.arange(3, (5 if fast else 6) + 0.01, 0.5)]
 REPS = min(repetitions, 4) if fast else repetitions
 LARGEST = f'10^{np.log10(N[-1]):g}'                          # the largest n_u, for labels
 e_l, e_ssl, zeta_star = task.rate(labeled=True), task.rate(), task.zeta_star()
-print(f'alpha={task.alpha:g} q={task.q:g} d={task.d} v={task.v:g} s={task.s:g}: e_l = {e_l:.3f}, e_ssl = {e_ssl:.3f}, '
-      f'zeta* = {zeta_star:.3f}' + (' | fast: a quick look, not the rule' if fast else ''))
+print(f'alpha={task.alpha:g} q={task.q:g} d={task.d} v={task.v:g} s={task.s:g}: e_l = {e_l:.3f}, '
+      f'e_ssl = {e_ssl:.3f}, zeta* = {zeta_star:.3f}'
+      + (' | fast: a quick look, not the rule' if fast else ''))
 print(f'n = {N[0]} ... {N[-1]}, zeta in {ZETAS}, {REPS} repetitions, seed {seed} | figures:',
       report.shown(report.repo_path('figures', figures_dir)))
 
@@ -97,8 +103,8 @@ print(f'n = {N[0]} ... {N[-1]}, zeta in {ZETAS}, {REPS} repetitions, seed {seed}
 # Each exponent of the appendix's assumptions as this task realizes it, and the exponent measured on the task itself.
 
 # %% tags=["nbval-check-output"]
-# The construction, checked: each exponent of the appendix's assumptions as this task realizes it, and the
-# exponent measured on the task itself (closed forms, or seeded samples of 10^6 points).
+# The construction, checked: each exponent of the appendix's assumptions as this task realizes it,
+# and the exponent measured on the task itself (closed forms, or seeded samples of 10^6 points).
 rng = np.random.default_rng([seed, 1])
 t = np.array([0.01, 0.02, 0.05, 0.1, 0.2])
 x_l, _ = task.sample_labeled(10 ** 6, rng)
@@ -111,19 +117,25 @@ conf = task.confidence(task.sample_unlabeled(10 ** 6, rng))
 deltas = np.array([0.01, 0.02, 0.05, 0.1, 0.2])
 s_sample = np.polyfit(np.log(deltas), np.log([(conf <= dl).mean() for dl in deltas]), 1)[0]
 x_u = task.sample_unlabeled(10 ** 6, rng)
-share = [task.augment(x_u[task.confidence(x_u) <= dl], rng, balanced=False)[1].mean() for dl in deltas]
+share = [task.augment(x_u[task.confidence(x_u) <= dl], rng, balanced=False)[1].mean()
+         for dl in deltas]
 v_sample = np.polyfit(np.log(deltas), np.log(share), 1)[0]
 pd.DataFrame([
     ('d', 'dimension of X', task.d, 'X in [0, 1]', '-'),
-    ('alpha', '(A4) P_l(|m - 1/2| <= t) <= c6 t^alpha', task.alpha, 'P_l density ~ |x - 1/2|^(alpha q - 1)',
-     f'log-log slope over t = 0.01-0.2: {alpha_closed:.2f} (closed form), {alpha_sample:.2f} (10^6 draws)'),
+    ('alpha', '(A4) P_l(|m - 1/2| <= t) <= c6 t^alpha', task.alpha,
+     'P_l density ~ |x - 1/2|^(alpha q - 1)',
+     f'log-log slope over t = 0.01-0.2: {alpha_closed:.2f} (closed form), '
+     f'{alpha_sample:.2f} (10^6 draws)'),
     ('q', '(A5) |m(x) - m(x\')| <= c7 |x - x\'|^q', task.q, 'm - 1/2 ~ |x - 1/2|^q',
      f'max ratio on 10^5 random pairs: {hoelder:.2f} (c7 = w^-q = {task.w ** -task.q:.2f})'),
-    ('s', '(A1) P_u(min(m, 1 - m) <= delta) >= c1 delta^s', task.s, 'P_u: P(u <= delta) = (2 delta)^s',
+    ('s', '(A1) P_u(min(m, 1 - m) <= delta) >= c1 delta^s', task.s,
+     'P_u: P(u <= delta) = (2 delta)^s',
      f'log-log slope over delta = 0.01-0.2 (10^6 draws): {s_sample:.2f}'),
-    ('v', '(A3) P_u(X~ in B | selected) / P_l(B) >= c2 delta^v', task.v, 'transmission probability (2u)^v',
+    ('v', '(A3) P_u(X~ in B | selected) / P_l(B) >= c2 delta^v', task.v,
+     'transmission probability (2u)^v',
      f'log-log slope of the transmitted share over delta = 0.01-0.2: {v_sample:.2f}'),
-], columns=['exponent', 'assumption (appendix E.3)', 'value', 'how this task sets it', 'measured on the task'])
+], columns=['exponent', 'assumption (appendix E.3)', 'value', 'how this task sets it',
+            'measured on the task'])
 
 # %% [markdown]
 # ## The runs
@@ -131,26 +143,29 @@ pd.DataFrame([
 # Every $(\zeta, n_u, \text{repetition})$ gives $C_l$ and $C_{ssl}$ (both channels) on the same draws; below, what Steps 1-2 selected and transmitted at the largest $n_u$.
 
 # %%
-# The runs: every (zeta, n_u, repetition) gives C_l and C_ssl (both channels) on the same draws; zeta = 1 without
-# unlabeled data gives C_l's rate on n_l = n.
+# The runs: every (zeta, n_u, repetition) gives C_l and C_ssl (both channels) on the same draws;
+# zeta = 1 without unlabeled data gives C_l's rate on n_l = n.
 started = time.time()
 grid = task.test_grid()
 rows = [dict(theory.run_cell(task, n, z, [seed, round(1000 * z), n, r], C_H, C_DELTA, grid), rep=r)
         for z in ZETAS for n in N for r in range(REPS)]
-rows += [dict(theory.run_cell(task, n, 1.0, [seed, 1000, n, r], C_H, C_DELTA, grid, ssl=False), rep=r)
-         for n in N for r in range(REPS)]
+rows += [dict(theory.run_cell(task, n, 1.0, [seed, 1000, n, r], C_H, C_DELTA, grid, ssl=False),
+              rep=r) for n in N for r in range(REPS)]
 df = pd.DataFrame(rows)
-print(f'{len(df)} runs in {time.time() - started:.0f} s; the largest share of wrong pseudo-labels in a run: '
-      f'{df.pseudo_label_error.max():.1e}; P_l(Y=1) = {task.pi1:.3f}')
-# Steps 1-2 at the largest n_u: what was selected and transmitted; side1_share_naive is the share of class 1 among the
-# naive channel's copies (the balanced channel keeps it at P_l(Y=1)); with few labels (small zeta), m0's errors at the
-# two ends make it drift, and a run whose selection holds one class only transmits nothing under the balanced channel.
+print(f'{len(df)} runs in {time.time() - started:.0f} s; the largest share of wrong pseudo-labels '
+      f'in a run: {df.pseudo_label_error.max():.1e}; P_l(Y=1) = {task.pi1:.3f}')
+# Steps 1-2 at the largest n_u: what was selected and transmitted; side1_share_naive is the share of
+# class 1 among the naive channel's copies (the balanced channel keeps it at P_l(Y=1)); with few
+# labels (small zeta), m0's errors at the two ends make it drift, and a run whose selection holds
+# one class only transmits nothing under the balanced channel.
 last = df[(df.n_u == N[-1]) & (df.zeta < 1)].groupby('zeta')
-display(pd.DataFrame({'n_l': last.n_l.first(), 'delta': last.delta.first().round(3),
-                      'selected (median)': last.n_selected.median(), 'transmitted (median)': last.n_transmitted.median(),
-                      'runs with none transmitted': last.n_transmitted.apply(lambda t: int((t == 0).sum())),
-                      'naive class-1 share (mean)': last.side1_share_naive.mean().round(2),
-                      'naive class-1 share (sd)': last.side1_share_naive.std(ddof=0).round(2)}))
+display(pd.DataFrame({
+    'n_l': last.n_l.first(), 'delta': last.delta.first().round(3),
+    'selected (median)': last.n_selected.median(),
+    'transmitted (median)': last.n_transmitted.median(),
+    'runs with none transmitted': last.n_transmitted.apply(lambda t: int((t == 0).sum())),
+    'naive class-1 share (mean)': last.side1_share_naive.mean().round(2),
+    'naive class-1 share (sd)': last.side1_share_naive.std(ddof=0).round(2)}))
 
 
 def risks(col, zeta):
@@ -160,8 +175,9 @@ def risks(col, zeta):
 
 def rate_row(name, against, col, zeta, bound):
     rate, boot = theory.bootstrap_exponents(N, risks(col, zeta), seed=seed)
-    return dict(classifier=name, **{'n grows': against}, bound=round(bound, 2), measured=round(rate, 2),
-                spread=round(float(boot.std()), 2), **{'at least the bound': report.at_least(boot, bound)})
+    return dict(classifier=name, **{'n grows': against}, bound=round(bound, 2),
+                measured=round(rate, 2), spread=round(float(boot.std()), 2),
+                **{'at least the bound': report.at_least(boot, bound)})
 
 
 # %% [markdown]
@@ -170,12 +186,15 @@ def rate_row(name, against, col, zeta, bound):
 # Minus the log-log slope of the mean excess risk, beside the theorem's exponent (an upper bound on the risk, so a lower bound on the rate).
 
 # %% tags=["nbval-check-output"]
-# The rates: minus the log-log slope of the mean excess risk, beside the theorem's exponent (an upper bound on the
-# risk, so a lower bound on the rate). Spread: sd over 200 bootstrap resamples of the repetitions.
-rates = pd.DataFrame([rate_row('C_l (labels only)', 'n_l = n', 'risk_l', 1.0, e_l)]
-                     + [rate_row(f'C_ssl, zeta={z:g}', f'n_u (n_l = n_u^{z:g})', 'risk_ssl', z, e_ssl) for z in ZETAS]
-                     + [rate_row(f'C_ssl naive channel, zeta={z:g}', f'n_u (n_l = n_u^{z:g})', 'risk_naive', z, e_ssl)
-                        for z in ZETAS])
+# The rates: minus the log-log slope of the mean excess risk, beside the theorem's exponent (an
+# upper bound on the risk, so a lower bound on the rate). Spread: sd over 200 bootstrap resamples of
+# the repetitions.
+rates = pd.DataFrame(
+    [rate_row('C_l (labels only)', 'n_l = n', 'risk_l', 1.0, e_l)]
+    + [rate_row(f'C_ssl, zeta={z:g}', f'n_u (n_l = n_u^{z:g})', 'risk_ssl', z, e_ssl)
+       for z in ZETAS]
+    + [rate_row(f'C_ssl naive channel, zeta={z:g}', f'n_u (n_l = n_u^{z:g})', 'risk_naive', z,
+                e_ssl) for z in ZETAS])
 rates
 
 # %% [markdown]
@@ -184,16 +203,20 @@ rates
 # The plug-in trained on infinitely many points at the rule's bandwidths: its rate is exactly the bound's.
 
 # %% tags=["nbval-check-output"]
-# The bias alone: the plug-in trained on infinitely many points (labels replaced by m on a 2^20-point P_l grid) at the
-# rule's bandwidths (n = n_l for C_l, n = n_u for C_ssl). Its risk ~ h^{q(1+alpha)} = h^2 makes the rule's rates exactly the bounds: the bound is reached
-# by the bias of the proof's bandwidth, and the measured rates can exceed it only while the variance still counts.
+# The bias alone: the plug-in trained on infinitely many points (labels replaced by m on a
+# 2^20-point P_l grid) at the rule's bandwidths (n = n_l for C_l, n = n_u for C_ssl). Its risk ~
+# h^{q(1+alpha)} = h^2 makes the rule's rates exactly the bounds: the bound is reached by the bias
+# of the proof's bandwidth, and the measured rates can exceed it only while the variance still
+# counts.
 dense = task.test_grid(2 ** 20)
-bias_only = {label: [theory.excess_risk(task, theory.plug_in(dense, task.m(dense), h), grid) for h in hs]
-             for label, hs in [('C_l', [theory.bandwidth(n, task.alpha, task.q, task.d, c=C_H) for n in N]),
-                               ('C_ssl', [theory.bandwidth(n, task.alpha, task.q, task.d, task.v, task.s, c=C_H)
-                                          for n in N])]}
+bandwidths = {'C_l': [theory.bandwidth(n, task.alpha, task.q, task.d, c=C_H) for n in N],
+              'C_ssl': [theory.bandwidth(n, task.alpha, task.q, task.d, task.v, task.s, c=C_H)
+                        for n in N]}
+bias_only = {label: [theory.excess_risk(task, theory.plug_in(dense, task.m(dense), h), grid)
+                     for h in hs] for label, hs in bandwidths.items()}
 bias_rates = {k: theory.fit_exponent(N, r) for k, r in bias_only.items()}
-print(f"bias-only rates: C_l {bias_rates['C_l']:.2f} (bound {e_l:.2f}), C_ssl {bias_rates['C_ssl']:.2f} (bound {e_ssl:.2f})")
+print(f"bias-only rates: C_l {bias_rates['C_l']:.2f} (bound {e_l:.2f}), "
+      f"C_ssl {bias_rates['C_ssl']:.2f} (bound {e_ssl:.2f})")
 
 # %% [markdown]
 # ## Excess risk against $n$
@@ -202,8 +225,10 @@ print(f"bias-only rates: C_l {bias_rates['C_l']:.2f} (bound {e_l:.2f}), C_ssl {b
 zr = 0.6 if 0.6 in ZETAS else ZETAS[0]
 curves = pd.concat([
     df[df.zeta == 1.0].assign(risk=lambda d: d.risk_l, curve=f'C_l vs n_l = n (bound {e_l:.2f})'),
-    df[df.zeta == zr].assign(risk=lambda d: d.risk_ssl, curve=f'C_ssl vs n_u, zeta={zr:g} (bound {e_ssl:.2f})'),
-    df[df.zeta == zr].assign(risk=lambda d: d.risk_naive, curve=f'C_ssl naive channel, zeta={zr:g}'),
+    df[df.zeta == zr].assign(risk=lambda d: d.risk_ssl,
+                             curve=f'C_ssl vs n_u, zeta={zr:g} (bound {e_ssl:.2f})'),
+    df[df.zeta == zr].assign(risk=lambda d: d.risk_naive,
+                             curve=f'C_ssl naive channel, zeta={zr:g}'),
 ])
 measured = dict(zip(rates.classifier, rates.measured))
 names = {f'C_l vs n_l = n (bound {e_l:.2f})': measured['C_l (labels only)'],
@@ -217,9 +242,11 @@ for bound, col, z, style in [(e_l, 'risk_l', 1.0, ':'), (e_ssl, 'risk_ssl', zr, 
     mean = risks(col, z).mean(0)
     anchor = np.exp(np.mean(np.log(mean)) + bound * np.mean(np.log(N)))
     ax.plot(N, anchor * np.array(N, float) ** -bound, style, color='grey', lw=1)
-ax.plot(N, bias_only['C_l'], color='black', lw=0.8, ls=':', label='C_l, bias only (infinite data, same h)')
-ax.plot(N, bias_only['C_ssl'], color='black', lw=0.8, ls='--', label='C_ssl, bias only (infinite data, same h)')
-ax.set(xscale='log', yscale='log', xlabel='n (n_l for C_l, n_u for C_ssl)', ylabel='excess risk (2)',
+for label, ls in (('C_l', ':'), ('C_ssl', '--')):
+    ax.plot(N, bias_only[label], color='black', lw=0.8, ls=ls,
+            label=f'{label}, bias only (infinite data, same h)')
+ax.set(xscale='log', yscale='log', xlabel='n (n_l for C_l, n_u for C_ssl)',
+       ylabel='excess risk (2)',
        title=f'Theorem 1: excess risk, mean and 25-75 % band over {REPS} repetitions\n'
              f'grey lines: slopes of the bounds ({e_l:.2f} dotted, {e_ssl:.2f} dashed)')
 ax.legend(loc='upper center', bbox_to_anchor=(0.5, -0.16), ncol=1, frameon=False)
@@ -231,17 +258,19 @@ report.save_figure(fig, figures_dir, 'theorem1_rates')
 # Per $\zeta$, the ratio of mean risks $C_{ssl} / C_l$ on the same draws: its log-log slope in $n_u$ (predicted from the bounds: $\zeta e_l - e_{ssl}$, negative inside the region) and its value at the largest $n_u$.
 
 # %% tags=["nbval-check-output"]
-# The critical region (8): per zeta, the ratio of mean risks C_ssl / C_l on the same draws. Its log-log slope in n_u
-# (predicted from the bounds: zeta e_l - e_ssl, negative inside the region) and its value at the largest n_u.
-# Verdicts as above, with the bootstrap spread (paired resamples).
-# Control: C_ssl against the labels alone at C_ssl's bandwidth h (same draws): below 1, the unlabeled copies help.
+# The critical region (8): per zeta, the ratio of mean risks C_ssl / C_l on the same draws. Its
+# log-log slope in n_u (predicted from the bounds: zeta e_l - e_ssl, negative inside the region) and
+# its value at the largest n_u. Verdicts as above, with the bootstrap spread (paired resamples).
+# Control: C_ssl against the labels alone at C_ssl's bandwidth h (same draws): below 1, the
+# unlabeled copies help.
 crit = []
 for z in ZETAS:
     out = theory.bootstrap_ratio(N, risks('risk_ssl', z), risks('risk_l', z), seed=seed)
     ctrl = theory.bootstrap_ratio(N, risks('risk_ssl', z), risks('risk_l_at_h', z), seed=seed)
     crit.append({'zeta': z, 'inside (8)': 'yes' if z < zeta_star else 'no',
                  'predicted slope': round(z * e_l - e_ssl, 3),
-                 'measured slope': round(out['slope'], 2), 'spread': round(float(out['slope_boot'].std()), 2),
+                 'measured slope': round(out['slope'], 2),
+                 'spread': round(float(out['slope_boot'].std()), 2),
                  'C_ssl gains as n_u grows': report.at_least(-out['slope_boot'], 0.0),
                  'ratio at largest n_u': round(float(np.exp(out['log_ratio_last'])), 2),
                  'ratio spread (log)': round(float(out['log_ratio_last_boot'].std()), 2),
@@ -258,26 +287,31 @@ crit
 # %%
 ratio = df[df.zeta < 1].groupby(['zeta', 'n_u'])[['risk_ssl', 'risk_l']].mean().reset_index()
 ratio['ratio'] = ratio.risk_ssl / ratio.risk_l
-ratio['zeta'] = ratio.zeta.map(lambda z: f'{z:g}' + (' (inside)' if z < zeta_star else ' (outside)'))
+ratio['zeta'] = ratio.zeta.map(lambda z: f'{z:g} (inside)' if z < zeta_star else f'{z:g} (outside)')
 fig = report.figures.new_figure(10.5)
 panels = fig.subplot_mosaic([['ratio', 'ratio'], ['slope', 'last']])
 axes = [panels['ratio'], panels['slope'], panels['last']]
-sns.lineplot(data=ratio, x='n_u', y='ratio', hue='zeta', marker='o', palette=report.figures.colors(ratio.zeta.nunique()),
-             lw=2, ax=axes[0])   # distinct colours: zeta = 0.7, next to the region's edge, must stay visible
+# distinct colours: zeta = 0.7, next to the region's edge, must stay visible
+sns.lineplot(data=ratio, x='n_u', y='ratio', hue='zeta', marker='o', lw=2, ax=axes[0],
+             palette=report.figures.colors(ratio.zeta.nunique()))
 axes[0].axhline(1, color='grey', lw=1)
-axes[0].set(xscale='log', yscale='log', xlabel='n_u (n_l = n_u^zeta)', ylabel='mean risk C_ssl / mean risk C_l',
-            title='below 1: SSL beats the labels alone')
+axes[0].set(xscale='log', yscale='log', xlabel='n_u (n_l = n_u^zeta)',
+            ylabel='mean risk C_ssl / mean risk C_l', title='below 1: SSL beats the labels alone')
 axes[0].legend(title='zeta', loc='upper left', bbox_to_anchor=(1.01, 1), frameon=False)
 zz = np.linspace(min(ZETAS) - 0.05, max(ZETAS) + 0.05, 50)
 axes[1].plot(zz, zz * e_l - e_ssl, '--', color='grey', label='bounds: zeta e_l - e_ssl')
-axes[1].errorbar(crit.zeta, crit['measured slope'], yerr=crit.spread, fmt='o', capsize=3, label='measured (spread)')
+axes[1].errorbar(crit.zeta, crit['measured slope'], yerr=crit.spread, fmt='o', capsize=3,
+                 label='measured (spread)')
 axes[1].axhline(0, color='grey', lw=1)
 axes[1].axvline(zeta_star, color='red', lw=1, ls=':', label=f'zeta* = {zeta_star:.3f} (8)')
-axes[1].set(xlabel='zeta', ylabel='slope of log ratio in log n_u', title='negative: SSL gains as n_u grows')
+axes[1].set(xlabel='zeta', ylabel='slope of log ratio in log n_u',
+            title='negative: SSL gains as n_u grows')
 axes[1].legend(loc='upper center', bbox_to_anchor=(0.5, -0.2), frameon=False)
-at_last = df[(df.zeta < 1) & (df.n_u == N[-1])].groupby('zeta')[['risk_ssl', 'risk_l_at_h', 'risk_l']].mean()
+at_last = (df[(df.zeta < 1) & (df.n_u == N[-1])].groupby('zeta')
+           [['risk_ssl', 'risk_l_at_h', 'risk_l']].mean())
 axes[2].plot(at_last.index, at_last.risk_ssl / at_last.risk_l, 'o-', label='C_ssl / C_l')
-axes[2].plot(at_last.index, at_last.risk_l_at_h / at_last.risk_l, 's--', label="labels only at C_ssl's h / C_l")
+axes[2].plot(at_last.index, at_last.risk_l_at_h / at_last.risk_l, 's--',
+             label="labels only at C_ssl's h / C_l")
 axes[2].axhline(1, color='grey', lw=1)
 axes[2].axvline(zeta_star, color='red', lw=1, ls=':')
 axes[2].set(yscale='log', xlabel='zeta', ylabel='mean risk / mean risk of C_l',

@@ -13,7 +13,10 @@ reader should never see:
 - a pointer to a section that does not exist: README.md or docs/X.md followed by a quoted section name ("README,
   'Install'", 'docs/sizing.md, "The small profile: how it was sized"') that is none of that file's headings;
 - an internal word in reader-facing text (markdown cells and rendered outputs, code spans aside): "issue" and a
-  number, "the issue's", "lane", "campaign".
+  number, "the issue's", "lane", "campaign";
+- a code line wider than the editor, or a printed line wider than the output area (JupyterLab wraps it at the edge,
+  mid-word: its output `pre` breaks anywhere): more than TEXT_CHARS characters;
+- a unit after "n=k" ("23.4 (9.3) n=3 %": the unit belongs to the number, "23.4 (9.3) % n=3").
 
     python tests/browser_check.py [NAME ...]      # every notebook, or the named ones; `make check-notebooks`
 """
@@ -42,6 +45,11 @@ WIDTH = 1400            # the screenshots' window width
 LAYOUT_WIDTH = 1000
 README_WIDTH = 890      # GitHub's README column: a wider image is shrunk to it
 MIN_FONT_PX = 13        # JupyterLab's body text is 13-14 px, GitHub's README 16 px
+# JupyterLab 4.6 draws code and printed output in 13 px monospace, 7.83 px a character. Measured in a 1400 px window
+# with the file browser at its default width: the editor 966 px wide, the output area 968 px (123 characters). The
+# lines are held to the 890 px this file assumes for the output area (tables, figures): 113 characters.
+TEXT_CHARS = int(890 / 7.83)
+UNIT_AFTER_N = re.compile(r"\bn=\d+\)?\s*(%|points?\b|pp\b)")
 FONT_KEY, DPI_KEY = "semifl:font-min-pt", "semifl:dpi"   # written by semifl_core.report.figures.save_figure
 NAN_CELL = re.compile(r"<t[dh][^>]*>\s*(NaN|nan|<NA>)\s*</t[dh]>")
 # a pointer to a section: README (or README.md, or docs/X.md), then within a few words its quoted heading
@@ -82,7 +90,7 @@ def problems(nb: dict, html: str) -> list[str]:
         found.append(f"a NaN in a table: {NAN_CELL.search(html).group(0)[:80]!r}")
     if "NBVAL_" in re.sub(r"<script.*?</script>", "", html, flags=re.S):
         found.append("an NBVAL marker in the page")
-    return found + pointer_problems(nb) + word_problems(nb)
+    return found + pointer_problems(nb) + word_problems(nb) + width_problems(nb) + unit_problems(nb)
 
 
 def _text(value) -> str:
@@ -160,6 +168,42 @@ def word_problems(nb: dict) -> list[str]:
             m = pattern.search(_prose(text))
             if m:
                 found.append(f"cell {i}: an internal word, {what}: {m.group(0)!r}")
+    return found
+
+
+def width_problems(nb: dict, limit: int = TEXT_CHARS) -> list[str]:
+    """Each code line a reader scrolls sideways to read, and each printed line (stdout, plain-text results) that
+    JupyterLab wraps mid-word: longer than `limit` characters."""
+    found = []
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] != "code":
+            continue
+        for line in _text(cell["source"]).split("\n"):
+            if len(line) > limit:
+                found.append(f"cell {i}: a code line of {len(line)} characters, wider than the editor ({limit}): "
+                             f"{line[:60]!r}...")
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            if out.get("output_type") == "stream" and out.get("name") == "stdout":
+                text = _text(out.get("text", ""))
+            elif "text/plain" in data and not any(k in data for k in ("text/html", "text/markdown", "image/png")):
+                text = _text(data["text/plain"])
+            else:
+                continue
+            for line in text.split("\n"):
+                if len(line) > limit:
+                    found.append(f"cell {i}: a printed line of {len(line)} characters, which JupyterLab wraps "
+                                 f"mid-word (at most {limit}: print a table, or report.say): {line[:60]!r}...")
+    return found
+
+
+def unit_problems(nb: dict) -> list[str]:
+    """A unit written after a cell's n ("23.4 (9.3) n=3 %") in what a reader reads."""
+    found = []
+    for i, text in reader_texts(nb):
+        m = UNIT_AFTER_N.search(text)
+        if m:
+            found.append(f"cell {i}: a unit after n: {m.group(0)!r} (write 'mean (std) % n=k')")
     return found
 
 

@@ -156,3 +156,32 @@ def test_the_browser_measures_a_table_wider_than_the_output_area(tmp_path):
     layout = browser_check.measure(page, browser_check.chromium())
     found = browser_check.table_problems(layout)
     assert len(found) == 1 and found[0].startswith("cell 0") and "column number 29" in found[0]
+
+
+def test_a_line_wider_than_the_editor_or_the_output_area_fails():
+    """A code line, or a printed line (which JupyterLab wraps mid-word), over TEXT_CHARS characters."""
+    limit = browser_check.TEXT_CHARS
+    assert 100 <= limit <= 123                       # 890 px of 7.83 px characters; JupyterLab shows 123
+    code = "x = [" + "1, " * 50 + "1]"
+    printed = {"output_type": "stream", "name": "stdout", "text": "dir-0.8 " * 20 + "\nshort\n"}
+    result = {"output_type": "execute_result", "metadata": {}, "execution_count": 1,
+              "data": {"text/plain": "a" * (limit + 1)}}
+    table = {"output_type": "execute_result", "metadata": {}, "execution_count": 1,
+             "data": {"text/plain": "a" * (limit + 1), "text/html": "<table></table>"}}
+    found = browser_check.width_problems(_nb([_code(code, [printed]), _code("y", [result, table])]))
+    assert len(found) == 3, found
+    assert "code line" in found[0] and "printed line" in found[1] and found[2].startswith("cell 1")
+    fits = _nb([_code("y" * limit, [{"output_type": "stream", "name": "stdout", "text": "z" * limit}])])
+    assert browser_check.width_problems(fits) == []
+
+
+def test_a_unit_after_n_fails():
+    md = lambda s: {"cell_type": "markdown", "metadata": {}, "source": s}  # noqa: E731
+    html = {"output_type": "display_data", "metadata": {}, "data": {"text/html": "<td>drop 26.2 (1.3) n=3 points</td>"}}
+    bad = _nb([md("gap closed 23.4 (9.3) n=3 %"), _code("t", [html])])
+    found = browser_check.unit_problems(bad)
+    assert [f.split(":")[0] for f in found] == ["cell 0", "cell 1"], found
+    good = _nb([md("gap closed 23.4 (9.3) % n=3; 60.0 (0.8) n=3"),
+                _code("t", [{"output_type": "display_data", "metadata": {},
+                             "data": {"text/html": "<td>87.2 (0.2) n=3</td><td>56 %</td>"}}])])
+    assert browser_check.unit_problems(good) == []

@@ -63,7 +63,7 @@ def test_a_headline_number_is_the_mean_of_the_runs_summaries(tmp_path):
     full_row = _full_row(full, "`small`", "IID")
     assert full_row[4] == mean and full_row[6] == verdict
     closed = [100 * (final["a"][s] - final["psl"][s]) / (final["fsl"][s] - final["psl"][s]) for s in (0, 2)]
-    assert full_row[7] == f"{np.mean(closed):.1f} ({np.std(closed):.1f}) n=2 %"
+    assert full_row[7] == f"{np.mean(closed):.1f} ({np.std(closed):.1f}) % n=2"   # the unit before n
     assert full_row[8] == "88.2" and full_row[9] == "87 %"   # theirs: the paper's CIFAR-10 N_S=250 IID column
     assert _headline_row(text, "30", "Non-IID, K=2")[3] == "not run"
     assert _full_row(full, "`long`", "IID")[4:7] == ["not run", "not run", "not run"]

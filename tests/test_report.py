@@ -248,3 +248,13 @@ def test_table2_shows_each_variants_final_round_beside_its_best_and_judges_the_d
     c = report.table2_claims(df, [("fashionmnist", 100)]).set_index("claim").held
     assert c[f"Non-IID, K=2: {ft_only} ends below its best round (final round under best)"] == "held"
     assert c[f"IID: {ft_only} ends below its best round (final round under best)"] == "within noise"
+
+
+def test_say_wraps_printed_lines_at_separators_and_spaces(capsys):
+    """report.say keeps a printed line inside JupyterLab's output area without breaking a word: at ' | ' first."""
+    line = ("profile='small' | data: Fashion-MNIST N_S=100 | model=cnn, M=100, C=0.1, T=30, E=5.0 | device: cpu "
+            "(x86_64) | seeds: [0, 1, 2]")
+    report.say(line + "\n" + "word " * 40)
+    out = capsys.readouterr().out.rstrip("\n").split("\n")
+    assert out[:2] == [line[:line.index(" | device")] + " |", "device: cpu (x86_64) | seeds: [0, 1, 2]"]
+    assert all(len(x) <= report.runs.PRINT_WIDTH for x in out) and set(" ".join(out[2:]).split()) == {"word"}

@@ -32,9 +32,8 @@ class Takeaway(str):
 
 
 # verdicts in the order a takeaway lists them; anything else (a finding's value) is listed under "found"
-VERDICT_ORDER = [("held", "Held"), ("not held", "Not held"),
-                 ("within noise", "Within noise (no verdict either way)"),
-                 ("one seed: no verdict", "One seed only (no verdict)"), ("not all run", "Not all run yet"),
+VERDICT_ORDER = [("held", "Held"), ("not held", "Not held"), ("within noise", "Within noise"),
+                 ("one seed: no verdict", "One seed: no verdict"), ("not all run", "Not all run yet"),
                  ("not run", "Not run yet")]
 
 
@@ -47,7 +46,8 @@ def takeaway(table: pd.DataFrame) -> Takeaway:
         name = dict(VERDICT_ORDER).get(str(v))
         groups.setdefault(name or "Found", []).append(c if name else f"{c}: **{v}**")
     order = list(dict.fromkeys([name for _, name in VERDICT_ORDER] + ["Found"]))
-    counts = ", ".join(f"{len(groups[g])} {g.split(' (')[0].lower()}" for g in order if g in groups and g != "Found")
+    word = lambda g: "with one seed (no verdict)" if g.startswith("One seed") else g.lower()  # noqa: E731
+    counts = ", ".join(f"{len(groups[g])} {word(g)}" for g in order if g in groups and g != "Found")
     lines = [f"**Takeaway** ({len(table)} {claim}s; by the package's rule, from the table below): {counts or 'none judged'}."]
     for g in order:
         if g in groups:
@@ -61,8 +61,9 @@ def _prefix(pairs, ds, n):
 
 
 def table1_claims(df, pairs, methods=()) -> pd.DataFrame:
-    """Table 1's claims about SemiFL; `methods`: for each method added, that it beats Partially Supervised and SemiFL
-    (under every partition, if federated)."""
+    """Table 1's claims, judged at the best round as the paper reports (each claim says so; the README's headline
+    judges the final round); `methods`: for each method added, that it beats Partially Supervised and SemiFL (under
+    every partition, if federated)."""
     from ..methods import METHODS
     items = []
     for ds, n in pairs:
@@ -73,34 +74,34 @@ def table1_claims(df, pairs, methods=()) -> pd.DataFrame:
         part, full = acc(label_of(PARTIALLY_SUPERVISED)), acc(label_of(FULLY_SUPERVISED))
         ev = lambda d: ", ".join(f"{paper.PARTITION_NAMES[k]}: {v[1]}" for k, v in d.items())
         items += [
-            (pre + "SemiFL beats Partially Supervised under every partition",
+            (pre + "SemiFL beats Partially Supervised under every partition (best round)",
              every(above(semi[p][2], part[2]) for p in PARTITIONS),
              f"SemiFL {ev(semi)}; Partially Supervised {part[1]}"),
-            (pre + "SemiFL beats FedAvg + FixMatch (vanilla SSFL) under every partition",
+            (pre + "SemiFL beats FedAvg + FixMatch (vanilla SSFL) under every partition (best round)",
              every(above(semi[p][2], fix[p][2]) for p in PARTITIONS), f"SemiFL {ev(semi)}; FedAvg+FixMatch {ev(fix)}"),
-            (pre + "FedAvg + FixMatch stays below Partially Supervised under every partition",
+            (pre + "FedAvg + FixMatch stays below Partially Supervised under every partition (best round)",
              every(above(part[2], fix[p][2]) for p in PARTITIONS),
              f"FedAvg+FixMatch {ev(fix)}; Partially Supervised {part[1]}"),
-            (pre + "Fully Supervised stays above SemiFL under every partition",
+            (pre + "Fully Supervised stays above SemiFL under every partition (best round)",
              every(above(full[2], semi[p][2]) for p in PARTITIONS), f"Fully Supervised {full[1]}; SemiFL {ev(semi)}"),
-            (pre + "SemiFL beats supervised FL (HeteroFL row) under Non-IID, K=2",
+            (pre + "SemiFL beats supervised FL (HeteroFL row) under Non-IID, K=2 (best round)",
              above(semi[NON_IID_K2][2], het[NON_IID_K2][2]),
              f"SemiFL {semi[NON_IID_K2][1]} vs HeteroFL {het[NON_IID_K2][1]}"),
-            (pre + "SemiFL degrades with label skew: IID above Non-IID K=2",
+            (pre + "SemiFL degrades with label skew: IID above Non-IID K=2 (best round)",
              above(semi[IID][2], semi[NON_IID_K2][2]), f"SemiFL {ev(semi)}"),
         ]
         for m in methods:
             name = label_of(m)
             if not METHODS[m].federated:
                 own = acc(name)
-                items.append((pre + f"{name} beats Partially Supervised", above(own[2], part[2]),
+                items.append((pre + f"{name} beats Partially Supervised (best round)", above(own[2], part[2]),
                               f"{name} {own[1]}; Partially Supervised {part[1]}"))
                 continue
             own = {p: acc(name, p) for p in PARTITIONS}
-            items += [(pre + f"{name} beats Partially Supervised under every partition",
+            items += [(pre + f"{name} beats Partially Supervised under every partition (best round)",
                        every(above(own[p][2], part[2]) for p in PARTITIONS),
                        f"{name} {ev(own)}; Partially Supervised {part[1]}"),
-                      (pre + f"{name} beats SemiFL under every partition",
+                      (pre + f"{name} beats SemiFL under every partition (best round)",
                        every(above(own[p][2], semi[p][2]) for p in PARTITIONS), f"{name} {ev(own)}; SemiFL {ev(semi)}")]
     return claims(items)
 
@@ -112,7 +113,7 @@ def table2_claims(df, pairs) -> pd.DataFrame:
         part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED))
         for p in ABLATION_PARTITIONS:
             a = {k: accuracy(df, ds, n, v, p) for k, v in TABLE2_VARIANTS.items()}
-            ev = "; ".join(f"ft={'y' if k[0] else 'n'}/gl={'y' if k[1] else 'n'}: {v[1]}" for k, v in a.items())
+            ev = "; ".join(f"{TABLE2_VARIANTS[k]}: {v[1]}" for k, v in a.items())
             pn = paper.PARTITION_NAMES[p]
             items += [
                 (pre + f"{pn}: fine-tune + global pseudo-labels is the best of the four combinations",
@@ -262,7 +263,7 @@ def scale_claims(table, cfg) -> pd.DataFrame:
               above(col(prof, "_semi"), col(prof, "_psl")),
               f"SemiFL {shown_(prof, semi)} vs Partially Supervised {shown_(prof, psl)}"),
              ("At the profile SemiFL closes at least half of the gap (the study's goal)",
-              at_least(col(prof, "_closed"), 50.0), f"gap closed {shown_(prof, 'gap closed (%)')} %")]
+              at_least(col(prof, "_closed"), 50.0), f"gap closed {mean_std(col(prof, '_closed'), '%')}")]
     ran = [m for m in SCALE_NS if len(col(f"N_S={m}", "_gain"))] or [SCALE_NS[-1], SCALE_NS[0]]
     for name, a, b in ((f"more rounds ({5 * cfg.rounds} vs {cfg.rounds})", f"rounds={5 * cfg.rounds}", prof),
                        ("more local epochs (E=5 vs E=1)", prof, "E=1.0"),
@@ -275,9 +276,9 @@ def scale_claims(table, cfg) -> pd.DataFrame:
 
 
 def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
-    """The diagnosis in claims form: per N_S, 'SemiFL ends above Partially Supervised', the stage of a round that
-    loses most, and '<suspect> ends above the profile' for each suspect (verdicts by RULE), with the labeled-set
-    spread beside."""
+    """The diagnosis in claims form: per N_S, 'SemiFL ends above Partially Supervised', 'the stage of a round that
+    loses most is <the one that does in the mean>' (held when each other stage loses less by RULE), and '<suspect>
+    ends above the profile' for each suspect (verdicts by RULE), with the labeled-set spread beside."""
     items = []
     stages = stage_table(df)
     late_rounds = {n: g for (n, h), g in stage_halves(df) if h == "rounds T/2-T"}
@@ -293,13 +294,15 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
                       f"({n_splits} of split seeds 0-4 run)" if n_splits > 1
                       else "labeled-set spread: fewer than 2 splits run"))
         late = stages[(stages.N_S == n) & (stages.rounds == "rounds T/2-T")]
-        if len(late):
+        if len(late):   # the stage that loses most in the mean, judged against each other stage (per seed)
             g = late_rounds[n]
-            change = {name: stage_change(g, after, before).mean() for name, after, before in STAGE_STEPS}
-            change = {name: v for name, v in change.items() if not np.isnan(v)}   # a stage that never happened
-            worst = min(change, key=change.get) if change else "not run"
-            items.append((f"N_S={n}: the stage of a round that loses most test accuracy (second half of training)",
-                          worst, ", ".join(f"{name} {late[name].iloc[0]}" for name, _, _ in STAGE_STEPS)))
+            change = {name: stage_change(g, after, before) for name, after, before in STAGE_STEPS}
+            change = {name: v for name, v in change.items() if v.notna().any()}   # a stage that never happened
+            worst = min(change, key=lambda k: change[k].mean()) if change else None
+            items.append((f"N_S={n}: the stage of a round that loses most test accuracy (second half of training) "
+                          f"is {worst or 'not known'}",
+                          every(above(v, change[worst]) for k, v in change.items() if k != worst) if worst
+                          else "not run", ", ".join(f"{name} {late[name].iloc[0]}" for name, _, _ in STAGE_STEPS)))
         table = suspects_table(df, n).set_index("run")
         for name in SUSPECTS:
             if name in table.index:
@@ -394,7 +397,7 @@ def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winn
         items.append((f"[R={r}] SemiFL beats Partially Supervised", above(semi, psl),
                       f"{mean_std(semi)} vs {mean_std(psl)}"))
         items.append((f"[R={r}] SemiFL closes at least half of the Partially -> Fully gap (paper, IID: 87 %)",
-                      at_least(closed, 50.0), f"gap closed {mean_std(closed)} %"))
+                      at_least(closed, 50.0), f"gap closed {mean_std(closed, '%')}"))
         if r in FIXMATCH_HORIZONS:
             items.append((f"[R={r}] centralized FixMatch (same data and steps) beats Partially Supervised",
                           above(fm, psl), f"{mean_std(fm)} vs {mean_std(psl)}"))

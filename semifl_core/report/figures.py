@@ -41,13 +41,51 @@ def new_figure(height: float, width: float = MAX_WIDTH, **kw):
     return plt.figure(figsize=(width, height), **{"layout": "constrained", **kw})
 
 
+# mathtext draws a super- or subscript at 0.7 of its text's size (matplotlib's SHRINK_FACTOR): the exponent of a
+# default log-axis label, 10 with a superscript, is that small
+SCRIPT = 0.7
+
+
 def smallest_font(fig) -> float:
-    """The smallest font size (points) of the text a drawn figure shows (titles, labels, ticks, legends)."""
+    """The smallest font size (points) of the text a drawn figure shows (titles, labels, ticks, legends); a text
+    with a mathtext super- or subscript counts at SCRIPT of its size."""
+    import re
+
     from matplotlib.text import Text
     fig.canvas.draw()
-    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+    sizes = [t.get_fontsize() * (SCRIPT if re.search(r"\$[^$]*[\^_][^$]*\$", t.get_text()) else 1.0)
+             for t in fig.findobj(Text)
              if t.get_visible() and t.get_text().strip() and (t.axes is None or t.axes.get_visible())]
     return float(min(sizes)) if sizes else 0.0
+
+
+def plain_number(x: float) -> str:
+    """A log-axis tick's label in plain text: 0.1, 1, 10 and the values between 0.01 and 1000 that are not powers of
+    ten (0.2, 300) as written; other powers of ten and values as 1e3, 1e-2, 2e-4."""
+    e = int(np.floor(np.log10(x) + 1e-9))
+    m = x / 10.0 ** e
+    decade = abs(m - 1) < 1e-6
+    if -1 <= e <= 1 or (not decade and -2 <= e <= 2):
+        return f"{x:g}"
+    return f"1e{e}" if decade else f"{m:g}e{e}"
+
+
+def plain_log_ticks(fig) -> None:
+    """Every log axis of fig that matplotlib labels itself (10 with a superscript exponent, drawn at SCRIPT of the
+    tick label's size) labelled with plain_number instead: the same ticks, at the tick labels' own size."""
+    from matplotlib.ticker import LogFormatter, LogFormatterSciNotation
+
+    class Plain(LogFormatterSciNotation):
+        def __call__(self, x, pos=None):
+            return plain_number(x) if super().__call__(x, pos) else ""
+
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for get, put in ((axis.get_major_formatter, axis.set_major_formatter),
+                             (axis.get_minor_formatter, axis.set_minor_formatter)):
+                f = get()
+                if axis.get_scale() == "log" and isinstance(f, LogFormatter) and not isinstance(f, Plain):
+                    put(Plain(f._base, labelOnlyBase=f.labelOnlyBase, minor_thresholds=f.minor_thresholds))
 
 
 def save_figure(fig, figures_dir, name: str) -> None:
@@ -64,6 +102,7 @@ def save_figure(fig, figures_dir, name: str) -> None:
     d = repo_path("figures", figures_dir)
     d.mkdir(parents=True, exist_ok=True)
     fig = getattr(fig, "figure", fig)   # accepts a seaborn FacetGrid
+    plain_log_ticks(fig)
     font = smallest_font(fig)
     png = io.BytesIO()
     fig.savefig(png, format="png", bbox_inches="tight", dpi=DPI, metadata={FONT_KEY: f"{font:g}", DPI_KEY: f"{DPI}"})

@@ -20,19 +20,21 @@ from .rule import above, at_least
 from .runs import curves
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
-# measure -> (display name, scale): shares are shown in percent
+# measure -> (display name, scale): shares are shown in percent. A client's classes are "its classes" (those it holds:
+# the measures' "held") and "the other classes" ("unheld"): held / not held are the claims' verdicts, nothing else.
+OWN, OTHER = "its classes", "the other classes"
 MEASURES = {
     "skew_held": ("classes a client holds", 1),
-    "skew_tau_held": ("threshold tau_c, classes held, %", 100),
-    "skew_tau_unheld": ("threshold tau_c, classes not held, %", 100),
-    "skew_pred_unheld": ("labels in classes not held, % (all wrong)", 100),
-    "skew_pass_held": ("pass rate, classes held, %", 100),
-    "skew_pass_unheld": ("pass rate, classes not held, %", 100),
-    "skew_fix_unheld": ("fix set in classes not held, %", 100),
-    "skew_fix_acc_held": ("fix-set accuracy, classes held, %", 1),
+    "skew_tau_held": (f"threshold tau_c, {OWN}, %", 100),
+    "skew_tau_unheld": (f"threshold tau_c, {OTHER}, %", 100),
+    "skew_pred_unheld": (f"labels in {OTHER}, % (all wrong)", 100),
+    "skew_pass_held": (f"pass rate, {OWN}, %", 100),
+    "skew_pass_unheld": (f"pass rate, {OTHER}, %", 100),
+    "skew_fix_unheld": (f"fix set in {OTHER}, %", 100),
+    "skew_fix_acc_held": (f"fix-set accuracy, {OWN}, %", 1),
     "threshold_acc": ("fix-set accuracy, all, %", 1),
-    "skew_dacc_held": ("client update: test accuracy change, classes held (points)", 1),
-    "skew_dacc_unheld": ("client update: test accuracy change, classes not held (points)", 1),
+    "skew_dacc_held": (f"client update: test accuracy change, {OWN} (points)", 1),
+    "skew_dacc_unheld": (f"client update: test accuracy change, {OTHER} (points)", 1),
 }
 SEMIFL_CA, SEMIFL_FIXED, FL2_ROW = f"SemiFL, {CLIENT_ADAPTIVE}", f"SemiFL, {FIXED}", "(FL)²"
 PARTITION_NAMES = {IID: "IID", NON_IID_K2: "Non-IID, K=2"}
@@ -71,11 +73,11 @@ MECHANISM_BOUNDS = {"threshold tau_c (%)": (0, 100), "pass rate (%)": (0, 100),
 
 def mechanism_curves(df: pd.DataFrame) -> pd.DataFrame:
     """Long frame for the figure: round, rule, seed, measure (thresholds, pass rates, accuracy change), class group
-    (held / not held), value."""
+    (OWN / OTHER), value."""
     cur = curves(with_rows(df), keep=("row", "seed"))
     parts = []
     for measure, stem, scale in MECHANISM_PANELS:
-        for group, suffix in (("classes held", "held"), ("classes not held", "unheld")):
+        for group, suffix in ((OWN, "held"), (OTHER, "unheld")):
             col = f"{stem}_{suffix}"
             if col in cur:
                 parts.append(cur[["round", "row", "seed"]].assign(measure=measure, classes=group,
@@ -121,28 +123,31 @@ def remedy_table(df: pd.DataFrame, remedy: str) -> pd.DataFrame:
                          REMEDY_PARTITION_NAMES)
 
 
-# the gate's rows: the instrumented runs of the fixed rule with plain softmax, FedRS and the two distillations
+# the gate's rows: the instrumented runs of the fixed rule with plain softmax, FedRS and the two distillations; its
+# column says whether a remedy's accuracy cells are trained (a rule for spending CPU, not a verdict)
 GATE_ROWS = {SEMIFL_FIXED: "fixed rule, plain softmax", FEDRS: "FedRS, alpha 0.5", NTD: NTD, VLS: VLS}
+GATE, PASSED, FAILED = "gate (train the accuracy cells?)", "gate passed", "gate failed"
 
 
 def gate_table(mech: pd.DataFrame) -> pd.DataFrame:
     """The remedies' gate (configs.REMEDY_GATE, fixed before their runs): per instrumented row, one client update's
     test-accuracy change on the classes it holds and on those it does not (mean (std) n of the runs' means over their
-    rounds), and, for the two distillations, whether the n=seeds means pass the gate ('not run' without runs)."""
+    rounds), and, for the two distillations, whether the n=seeds means pass the gate (PASSED / FAILED; 'not run'
+    without runs)."""
     means, rows = run_means(mech), []
     for row, name in GATE_ROWS.items():
         held, unheld = _values(means, row, "skew_dacc_held"), _values(means, row, "skew_dacc_unheld")
         gate = "" if row not in (NTD, VLS) else "not run" if not len(held) else (
-            "passes" if unheld.mean() > REMEDY_GATE["skew_dacc_unheld"] and held.mean() >= REMEDY_GATE["skew_dacc_held"]
-            else "fails")
-        rows.append({"instrumented runs (Non-IID K=2)": name, "classes held, points": mean_std(held),
-                     "classes not held, points": mean_std(unheld), "gate": gate})
+            PASSED if unheld.mean() > REMEDY_GATE["skew_dacc_unheld"] and held.mean() >= REMEDY_GATE["skew_dacc_held"]
+            else FAILED)
+        rows.append({"instrumented runs (Non-IID K=2)": name, f"{OWN}, points": mean_std(held),
+                     f"{OTHER}, points": mean_std(unheld), GATE: gate})
     return pd.DataFrame(rows).set_index("instrumented runs (Non-IID K=2)")
 
 
 def passed_gates(gates: pd.DataFrame) -> list[str]:
-    """The remedies whose gate passed (gate_table's 'gate' column): only those get their cells trained."""
-    return [row for row in (NTD, VLS) if gates.loc[row, "gate"] == "passes"]
+    """The remedies whose gate passed (gate_table's GATE column): only those get their cells trained."""
+    return [row for row in (NTD, VLS) if gates.loc[row, GATE] == PASSED]
 
 
 def _judged_claims(table: pd.DataFrame, beats_psl: str, beats_rival: str) -> list:
@@ -170,13 +175,13 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = N
     for row in (SEMIFL_CA, FL2_ROW):
         held, unheld = v(row, "skew_tau_held", 100), v(row, "skew_tau_unheld", 100)
         items.append((f"{row}: a client's threshold is lower for the classes it does not hold than for those it holds",
-                      above(held, unheld), f"tau_c, %: held {mean_std(held)}, not held {mean_std(unheld)}"))
+                      above(held, unheld), f"tau_c, %: {OWN} {mean_std(held)}, {OTHER} {mean_std(unheld)}"))
     p_un, p_held = v(SEMIFL_CA, "skew_pass_unheld", 100), v(SEMIFL_CA, "skew_pass_held", 100)
     items.append((f"{SEMIFL_CA}: a larger share of the labels in classes a client does not hold (all wrong) passes than "
                   "of those in classes it holds", above(p_un, p_held), f"pass rate, % {ev(p_un, p_held)}"))
     f_un = v(SEMIFL_FIXED, "skew_pass_unheld", 100)
     items.append((f"{SEMIFL_CA} passes more of those wrong labels than the fixed rule (tau 0.95)", above(p_un, f_un),
-                  f"pass rate, not held, % {ev(p_un, f_un)}"))
+                  f"pass rate, {OTHER}, % {ev(p_un, f_un)}"))
     for row in (SEMIFL_CA, SEMIFL_FIXED):
         drop = -v(row, "skew_dacc_unheld")
         items.append((f"{row}: a client's update lowers the test accuracy of the classes it does not hold",

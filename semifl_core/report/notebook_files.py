@@ -1,18 +1,90 @@
 """The notebooks' files as JupyterLab saves them, so that opening a committed notebook and pressing Ctrl-S changes
 nothing in git: the .ipynb as nbformat.write writes it (one-space indent, sorted keys, a final newline) with the
-installed python3 kernel's display name ("Python 3 (ipykernel)"); its percent-script pair (notebooks/X.py) as jupytext
-writes it with notebooks/jupytext.toml. papermill writes a notebook without the final newline: after a render,
+installed python3 kernel's display name ("Python 3 (ipykernel)") and no Python version; its percent-script pair
+(notebooks/X.py) as jupytext writes it with notebooks/jupytext.toml. papermill writes a notebook without the final
+newline and with its kernel's Python version: after a render,
 
     python -m semifl_core.report.notebook_files notebooks/*.ipynb     # rewrites each as JupyterLab would save it
 
 (`--check`: rewrites nothing, names those that differ and exits 1). tests/test_notebook_files.py checks the committed
-notebooks and their pairs."""
+notebooks and their pairs.
+
+JupyterLab writes the running kernel's Python version into metadata.language_info.version when it saves, the one
+thing that differs between readers' saves of an unchanged notebook (docs/usage.md, "Saving a notebook"). The
+committed notebooks carry none, and `make install` (`--install`) sets up two guards, both dropping it from the
+notebooks that .gitattributes gives git's filter FILTER:
+
+- pre_save_hook, in the JupyterLab of the venv (its etc/jupyter/jupyter_server_config.json): the saved file is byte
+  for byte the committed one, so `git status` stays clean;
+- git's clean filter FILTER (git config filter.FILTER.clean CLEAN: this file run as a script, standard library only,
+  so any python3 runs it): for any other editor or server, `git diff` and a commit see no change (`git status` may
+  still list the file until `git add` finds it equal)."""
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
 KERNEL = "python3"   # the kernel every notebook names (papermill -k python3)
+FILTER = "notebook-metadata"   # the git filter .gitattributes names for notebooks/*.ipynb
+CLEAN = "python3 semifl_core/report/notebook_files.py --clean"   # its clean command (git runs it at the top level)
+
+
+def clean(text: str) -> str:
+    """The notebook text without metadata.language_info.version (what git stores: FILTER's clean side); text that is
+    not a notebook with that key is returned as it is. A notebook is written back as nbformat writes it (one-space
+    indent, sorted keys, non-ASCII kept, a final newline), so a committed notebook is its own clean text."""
+    try:
+        nb = json.loads(text)
+    except ValueError:
+        return text
+    info = nb.get("metadata", {}).get("language_info") if isinstance(nb, dict) else None
+    if not isinstance(info, dict) or "version" not in info:
+        return text
+    del info["version"]
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False, separators=(",", ": ")) + "\n"
+
+
+def filtered(path) -> bool:
+    """Whether git gives the file at path the clean filter FILTER (.gitattributes); False outside a git clone."""
+    path = Path(path)
+    try:
+        out = subprocess.run(["git", "check-attr", "filter", "--", path.name], cwd=path.parent, capture_output=True,
+                             text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return out.strip().endswith(f": filter: {FILTER}")
+
+
+def pre_save_hook(model, path, contents_manager, **kwargs):
+    """Jupyter server's pre-save hook (SERVER_CONFIG): a notebook that git filters with FILTER is saved without the
+    kernel's Python version, as git stores it."""
+    if model.get("type") == "notebook" and filtered(Path(contents_manager.root_dir, path.strip("/"))):
+        model["content"].get("metadata", {}).get("language_info", {}).pop("version", None)
+
+
+# what `--install` sets in the venv's Jupyter server config (etc/jupyter/jupyter_server_config.json; the .d folder
+# beside it enables extensions only)
+SERVER_CONFIG = {"ContentsManager": {"pre_save_hook": "semifl_core.report.notebook_files.pre_save_hook"}}
+
+
+def install(prefix=None, repo=None) -> str:
+    """Sets up both guards: the pre-save hook in the Jupyter config of the Python at `prefix` (default: this one's,
+    the venv's) and, when `repo` (default: this checkout) is a git clone, the clean filter. Returns what it did, in
+    one line."""
+    conf = Path(prefix or sys.prefix, "etc", "jupyter", "jupyter_server_config.json")
+    config = json.loads(conf.read_text()) if conf.exists() else {}
+    for section, values in SERVER_CONFIG.items():   # the file's other settings are kept
+        config.setdefault(section, {}).update(values)
+    conf.parent.mkdir(parents=True, exist_ok=True)
+    conf.write_text(json.dumps(config, indent=2) + "\n")
+    done = f"Jupyter's pre-save hook in {conf}"
+    repo = Path(repo or Path(__file__).resolve().parents[2])
+    if subprocess.run(["git", "rev-parse", "--git-dir"], cwd=repo, capture_output=True).returncode == 0:
+        subprocess.run(["git", "config", f"filter.{FILTER}.clean", CLEAN], cwd=repo, check=True)
+        done += f"; git's clean filter {FILTER} in {repo}"
+    return "notebooks saved without the kernel's Python version: " + done
 
 
 def kernel_display_name(name: str = KERNEL) -> str:
@@ -22,13 +94,14 @@ def kernel_display_name(name: str = KERNEL) -> str:
 
 
 def as_jupyter(path) -> str:
-    """The text JupyterLab would save for the notebook at path: nbformat's writer, and the kernelspec of the
-    installed KERNEL."""
+    """The text JupyterLab would save for the notebook at path, as git stores it: nbformat's writer, the kernelspec of
+    the installed KERNEL, no Python version (clean)."""
     import nbformat
     nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
     spec = nb.metadata.setdefault("kernelspec", {})
     spec.update(display_name=kernel_display_name(spec.get("name", KERNEL)), language=spec.get("language", "python"),
                 name=spec.get("name", KERNEL))
+    nb.metadata.get("language_info", {}).pop("version", None)   # the kernel's Python: see clean
     text = nbformat.writes(nb, version=nbformat.NO_CONVERT)
     return text if text.endswith("\n") else text + "\n"   # nbformat.write ends the file with a newline
 
@@ -55,15 +128,27 @@ def paired_text(path) -> str:
 
 def main(argv=None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    if args == ["--clean"]:   # git's clean filter: a notebook on stdin, what git stores on stdout
+        data = sys.stdin.buffer.read()
+        try:
+            data = clean(data.decode("utf-8")).encode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        sys.stdout.buffer.write(data)
+        return 0
+    if args == ["--install"]:
+        print(install())
+        return 0
     check = "--check" in args
     paths = [a for a in args if a != "--check"]
     if not paths:
-        print("usage: python -m semifl_core.report.notebook_files [--check] NOTEBOOK.ipynb ...")
+        print("usage: python -m semifl_core.report.notebook_files [--check] NOTEBOOK.ipynb ... | --clean < NOTEBOOK "
+              "| --install")
         return 2
     differ = []
     for p in paths:
         if check:
-            if Path(p).read_text(encoding="utf-8") != as_jupyter(p):
+            if clean(Path(p).read_text(encoding="utf-8")) != as_jupyter(p):   # as git sees it
                 differ.append(p)
         elif save_as_jupyter(p):
             differ.append(p)

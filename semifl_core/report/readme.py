@@ -63,7 +63,7 @@ ITEMS = {
     "scale": ("ours: where the effect holds (N_S, E, rounds, width); the sizing rule", "grows with more rounds"),
     "few_labels": ("ours: CBAFed's, ReMixMatch's and (FL)²'s pseudo-label rules inside SemiFL at few labels",
                    "[N_S=100] SemiFL with the client-adaptive rule beats Partially Supervised"),
-    "label_skew": ("ours: why the client-adaptive rule's IID gain vanishes under Non-IID K=2, and a fix",
+    "label_skew": ("ours: why the client-adaptive rule's IID gain vanishes under Non-IID K=2, and the remedies tried",
                    "Non-IID, K=2: the global-adaptive rule (the fix) beats Partially Supervised"),
     "horizon": ("ours: training length (R = 30 to 800) and the centralized FixMatch ceiling",
                 "[R=300] SemiFL beats Partially Supervised"),
@@ -83,12 +83,14 @@ def final_accs(cfg, results_dir=None) -> dict:
     return {s: float(info.summary["final_acc"]) for s, info in found.items() if info.state == "complete"}
 
 
-def cell(values) -> str:
-    """Our cell: 'mean (population std)' over seeds; with one seed 'value (n=1)'; none: 'not run'."""
+def cell(values, unit: str = "") -> str:
+    """Our cell: 'mean (population std)' over seeds, then the unit (if any), then n when it is not all SEEDS; with
+    one seed 'value (n=1)'; none: 'not run'."""
     v = np.asarray(list(values), float)
+    u = f" {unit}" if unit else ""
     if len(v) == 0:
         return "not run"
-    return f"{v.mean():.1f} (n=1)" if len(v) == 1 else f"{v.mean():.1f} ({v.std():.1f})" + \
+    return f"{v.mean():.1f}{u} (n=1)" if len(v) == 1 else f"{v.mean():.1f} ({v.std():.1f}){u}" + \
         ("" if len(v) == len(SEEDS) else f" n={len(v)}")
 
 
@@ -184,7 +186,7 @@ def _row_cells(row) -> dict:
     closed = [gap_closed(a[s], psl[s], fsl[s]) for s in sorted(set(a) & set(psl) & set(fsl))]
     semi_p, closed_p = _paper(row["partition"]) if row["method"] == C.label_of(SEMIFL) else ("-", "-")
     return dict(a=cell(a.values()), psl=cell(psl.values()), verdict=_verdict(row),
-                closed=f"{cell(closed)}{' %' if closed else ''}", semi_p=semi_p, closed_p=closed_p)
+                closed=cell(closed, "%"), semi_p=semi_p, closed_p=closed_p)
 
 
 def _seeds_note() -> str:

@@ -7,8 +7,8 @@ import numpy as np
 
 RULE = ("A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std "
         "over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one "
-        "seed there is no spread, so one seed gives no verdict; a claim whose runs are not in the results store "
-        "yet is 'not run'.")
+        "seed there is no spread, so a claim with one seed reads 'one seed: no verdict'; a claim whose runs are not "
+        "in the results store yet is 'not run'.")
 
 
 def differs(a, b) -> bool:

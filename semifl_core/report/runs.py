@@ -36,9 +36,31 @@ def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_d
     pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colwidth', None)
     seed_list, pairs = seeds_of(seed, seeds), grid(profile_name, dataset)
     if describes:
-        print(describe(profile_name, pairs, device, seed_list, rounds))
+        say(describe(profile_name, pairs, device, seed_list, rounds))
     print('results:', shown(repo_path('results', results_dir)), '| figures:', shown(repo_path('figures', figures_dir)))
     return seed_list, pairs
+
+
+# JupyterLab wraps a printed line that is wider than its output area (about 113 characters at 1400 px: 890 px of
+# 13 px monospace) wherever the edge falls, mid-word; say() prints text wrapped at spaces below that
+PRINT_WIDTH = 100
+
+
+def say(text, width: int = PRINT_WIDTH) -> None:
+    """print(text), each of its lines wrapped to at most `width` characters: at its ' | ' separators first, then at
+    spaces (a longer word stays whole)."""
+    import textwrap
+    fill = lambda s: textwrap.fill(s, width, break_long_words=False, break_on_hyphens=False)  # noqa: E731
+    out = []
+    for line in str(text).split("\n"):
+        parts, rows = line.split(" | "), []
+        for part in parts:
+            if rows and len(rows[-1]) + 3 + len(part) <= width:
+                rows[-1] += " | " + part
+            else:
+                rows.append(part)
+        out += [fill(r + (" |" if i < len(rows) - 1 else "")) for i, r in enumerate(rows)]
+    print("\n".join(out))
 
 
 def plain_tables() -> None:

@@ -23,16 +23,18 @@ from .runs import curves, train_minutes
 HETEROFL_ROW = "HeteroFL (supervised FedAvg, every client labeled)"
 
 
-def mean_std(values) -> str:
-    """'mean (std) n=k' with the population std over seeds, one decimal; one seed: 'value (n=1)' (no spread); no
-    values: 'not run'; only NaN (undefined, e.g. a gap closed when the gap is zero): 'n/a'."""
+def mean_std(values, unit: str = "") -> str:
+    """'mean (std) n=k' with the population std over seeds, one decimal, a unit before n ('23.4 (9.3) % n=3'); one
+    seed: 'value (n=1)' (no spread); no values: 'not run'; only NaN (undefined, e.g. a gap closed when the gap is
+    zero): 'n/a'."""
     v = np.asarray([x for x in values if x is not None], float)
     if len(v) == 0:
         return "not run"
     v = v[~np.isnan(v)]
     if len(v) == 0:
         return "n/a"
-    return f"{v.mean():.1f} (n=1)" if len(v) == 1 else f"{v.mean():.1f} ({v.std(ddof=0):.1f}) n={len(v)}"
+    u = f" {unit}" if unit else ""
+    return f"{v.mean():.1f}{u} (n=1)" if len(v) == 1 else f"{v.mean():.1f} ({v.std(ddof=0):.1f}){u} n={len(v)}"
 
 
 def seed_values(df, metric: str = "final_acc", **match) -> np.ndarray:
@@ -100,7 +102,8 @@ def table1(df, ds, n, methods=()) -> pd.DataFrame:
                      "ours": accuracy(df, ds, n, label_of(SEMIFL), part)[1]})
         rows += [{"group": g, "method": label_of(m), "paper": None, "ours": accuracy(df, ds, n, label_of(m), part)[1]}
                  for m in methods if METHODS[m].federated]
-    return side_by_side(rows, paper.label(pds, pn), f"this run ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n})")
+    return side_by_side(rows, paper.label(pds, pn),
+                        f"this run, best round ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n})")
 
 
 def table1_paper_only(ds, n) -> pd.DataFrame:
@@ -169,7 +172,7 @@ def _ablation_columns(row: dict, paper_by_partition: dict, paper_label: str, df,
     """Adds, per ablation partition, the paper's value and ours ("mean (std) n=k") side by side to row."""
     for part in ABLATION_PARTITIONS:
         pn = paper.PARTITION_NAMES[part]
-        row[f"{pn}: {paper_label}"] = paper_by_partition[part]
+        row[f"{pn}: {paper_label}"] = paper_cell(paper_by_partition[part])
         row[f"{pn}: this run"] = accuracy(df, ds, n, method, part)[1]
     return row
 
@@ -222,7 +225,7 @@ def table3(df, ds, n) -> pd.DataFrame:
         row = {"sBN statistics": name}
         for part in ABLATION_PARTITIONS:
             pn = paper.PARTITION_NAMES[part]
-            row[f"{pn}: {pl}"] = paper.TABLE3[src].get((pn_, part), "-")
+            row[f"{pn}: {pl}"] = paper_cell(paper.TABLE3[src].get((pn_, part)))
             row[f"{pn}: this run"] = mean_std(select(df, ds, n, sbn_source=src, partition=part).best_acc)
         rows.append(row)
     return pd.DataFrame(rows)
