@@ -23,6 +23,7 @@ from pathlib import Path
 from . import results
 from .config import Config, ConfigError
 from .report import configs as C
+from .report import label_skew
 
 STOP_FILE = ".stop-campaign"
 
@@ -149,11 +150,15 @@ def label_skew_part3_gate() -> list[tuple[str, Config]]:
 
 
 def label_skew_part3_long() -> list[tuple[str, Config]]:
-    """Part 3 at `long` (300 rounds): the fewer-steps rows at Non-IID K=2 (regardless of their gate), E=1 first."""
-    return [(f"label skew part 3 long: {label} (seed {s})", cfg.replace(seed=s))
-            for remedy in C.PART3_LONG_REGARDLESS
-            for label, cfg in C.label_skew_long_configs("long", "fashionmnist", 100, remedy, (C.SKEW_PARTITION,)).items()
-            for s in (0, 1, 2)]
+    """Part 3 at `long` (300 rounds), seed by seed: the fewer-steps rows at Non-IID K=2 (regardless of their gate), E=1
+    first; then Dir(0.1) for every remedy whose gate passed, and K=2 for those not already queued (the gate read from
+    the committed runs when the lane starts: a lane started before a gate's runs are in does not queue its cells)."""
+    passed = label_skew.part3_gate_passed("small", "fashionmnist", 100)
+    plan = [(r, (C.SKEW_PARTITION,)) for r in C.PART3_LONG_REGARDLESS]
+    plan += [(r, ("dir-0.1",) if r in C.PART3_LONG_REGARDLESS else C.PART3_LONG_PARTITIONS) for r in passed]
+    return [(f"label skew part 3 long: {label} (seed {s})", cfg.replace(seed=s)) for remedy, parts in plan
+            for s in (0, 1, 2) for label, cfg in C.label_skew_long_configs("long", "fashionmnist", 100, remedy,
+                                                                            parts).items()]
 
 
 def precision_bf16() -> list[tuple[str, Config]]:

@@ -470,6 +470,13 @@ def label_skew_gate_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
         p, ds, n, rounds, partition=SKEW_PARTITION, diagnostics=True, **remedy_overrides(remedy))}
 
 
+def label_skew_judges(p, ds, n, partitions=(SKEW_PARTITION,), rounds=None) -> dict:
+    """{'SemiFL | partition': Config, 'Partially Supervised': Config}: what a remedy is judged against (Table 1's runs
+    at profile p: `small` for the gate's second way, `long` for the cells)."""
+    return {**{f"{label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part) for part in partitions},
+            label_of(PARTIALLY_SUPERVISED): make(p, ds, n, rounds, algorithm=PARTIALLY_SUPERVISED)}
+
+
 def label_skew_long_configs(p, ds, n, remedy, partitions=PART3_LONG_PARTITIONS) -> dict:
     """{'remedy | SemiFL | partition': Config} at profile p (`long`): a part-3 remedy at each partition."""
     return {f"{remedy} | {label_of(SEMIFL)} | {part}": make(p, ds, n, partition=part, **remedy_overrides(remedy))

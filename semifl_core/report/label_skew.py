@@ -13,11 +13,12 @@ import pandas as pd
 
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
-from .claims import claims as make_claims
-from .configs import FEDRS, NTD, REMEDY_GATE, VLS, label_of
+from .claims import Takeaway, claims as make_claims
+from . import configs
+from .configs import FEDRS, NTD, PART3_GATE, PART3_REMEDIES, REMEDY_GATE, SKEW_PARTITION, VLS, label_of
 from .paper import IID, NON_IID_K2
 from .rule import above, at_least
-from .runs import curves
+from .runs import curves, run_all
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
 # measure -> (display name, scale): shares are shown in percent. A client's classes are "its classes" (those it holds:
@@ -150,6 +151,119 @@ def passed_gates(gates: pd.DataFrame) -> list[str]:
     return [row for row in (NTD, VLS) if gates.loc[row, GATE] == PASSED]
 
 
+# ---------------------------------------------------------------------- part 3 (docs/label_skew.md, "Part 3")
+PART3_NAMES = {SKEW_PARTITION: "Non-IID, K=2", "dir-0.1": "Dir(0.1)"}
+FINAL = "remedy's final"
+
+
+def _finals(df, label) -> np.ndarray:
+    return seed_values(df, label=label) if len(df) else np.array([])
+
+
+def part3_gate_table(gates: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
+    """Part 3's gate (configs.PART3_GATE, fixed before its runs), per remedy (gates: its instrumented K=2 `small`
+    runs; judges: configs.label_skew_judges at `small`): one update's change on a client's own and the other classes
+    (mean (std) n of the runs' means over their rounds), its K=2 `small` final beside the fixed rule's (Table 1's
+    cell), and the gate: passed by the mechanism (the other classes' drop under 14.5 points with its own classes up
+    at least 3) or by the final (held above the fixed rule's), failed otherwise; 'not run' until three seeds are in."""
+    means, fixed = run_means(gates), _finals(judges, f"{label_of(SEMIFL)} | {SKEW_PARTITION}")
+    rows = []
+    for r in PART3_REMEDIES:
+        own, other = _values(means, r, "skew_dacc_held"), _values(means, r, "skew_dacc_unheld")
+        final = _finals(gates, f"{r} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)")
+        vs = above(final, fixed)
+        gate = "not run" if len(own) < 3 else (
+            f"{PASSED} (mechanism)" if other.mean() > PART3_GATE["skew_dacc_unheld"]
+            and own.mean() >= PART3_GATE["skew_dacc_held"] else f"{PASSED} (final)" if vs == "held" else FAILED)
+        rows.append({"remedy": r, OWN: mean_std(own), OTHER: mean_std(other), "K=2 final": mean_std(final),
+                     "fixed rule, K=2": mean_std(fixed), "above it": vs, "gate": gate})
+    return pd.DataFrame(rows).set_index("remedy")
+
+
+def part3_gate_passed(p, ds, n, results_dir=None) -> list[str]:
+    """The part-3 remedies whose gate passed (report.label_skew.part3_gate_table, on the committed runs): [] for a
+    remedy until its three gate runs are in."""
+    import os
+    saved = os.environ.get("SEMIFL_NO_TRAIN")
+    os.environ["SEMIFL_NO_TRAIN"] = "1"   # read what is committed, train nothing
+    try:
+        gates = pd.concat([run_all(configs.label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
+                           for r in PART3_REMEDIES], ignore_index=True)
+        judges = run_all(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir)
+    finally:
+        if saved is None:
+            os.environ.pop("SEMIFL_NO_TRAIN")
+        else:
+            os.environ["SEMIFL_NO_TRAIN"] = saved
+    table = part3_gate_table(gates, judges)
+    return [r for r in PART3_REMEDIES if table.loc[r, "gate"].startswith(PASSED)]
+
+
+def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
+    """Part 3's cells at `long` (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at
+    `long`): per remedy and partition with runs, its final-round accuracy beside Partially Supervised's and SemiFL's
+    fixed rule's, and its verdicts against both (the package's rule)."""
+    psl = _finals(judges, label_of(PARTIALLY_SUPERVISED))
+    rows = []
+    for r in PART3_REMEDIES:
+        for part, name in PART3_NAMES.items():
+            own = _finals(long, f"{r} | {label_of(SEMIFL)} | {part}")
+            if not len(own):
+                continue
+            fixed = _finals(judges, f"{label_of(SEMIFL)} | {part}")
+            rows.append({"remedy": r, "partition": name, FINAL: mean_std(own),
+                         "Partially Supervised": mean_std(psl), "SemiFL, fixed rule": mean_std(fixed),
+                         "vs Partially Supervised": above(own, psl), "vs SemiFL": above(own, fixed)})
+    columns = ["remedy", "partition", FINAL, "Partially Supervised", "SemiFL, fixed rule",
+               "vs Partially Supervised", "vs SemiFL"]
+    return pd.DataFrame(rows, columns=columns).set_index(["remedy", "partition"])
+
+
+def part3_claims(gates: pd.DataFrame, mech: pd.DataFrame, long_table: pd.DataFrame) -> list:
+    """Part 3's claims: each remedy's update lowers the other classes less than the fixed rule's (its instrumented
+    runs against the fixed rule's, mech), and at `long` it beats Partially Supervised and SemiFL's fixed rule."""
+    g, m = run_means(gates), run_means(mech)
+    fx_drop = -_values(m, SEMIFL_FIXED, "skew_dacc_unheld")
+    items = []
+    for r in PART3_REMEDIES:
+        drop = -_values(g, r, "skew_dacc_unheld")
+        items.append((f"SemiFL + {r}: a client's update lowers {OTHER} less than the fixed rule's",
+                      above(fx_drop, drop), f"drop, points {mean_std(drop)} vs {mean_std(fx_drop)}"))
+    for (r, part), row in long_table.iterrows():
+        items += [(f"SemiFL + {r} beats Partially Supervised under {part} at `long`", row["vs Partially Supervised"],
+                   f"{row[FINAL]} vs {row['Partially Supervised']}"),
+                  (f"SemiFL + {r} beats SemiFL's fixed rule under {part} at `long`", row["vs SemiFL"],
+                   f"{row[FINAL]} vs {row['SemiFL, fixed rule']}")]
+    return items
+
+
+def advice(claims_table: pd.DataFrame) -> Takeaway:
+    """One paragraph for a user choosing settings under label skew, written from the claims (so it cannot disagree
+    with them): the remedies held above Partially Supervised under K=2 at `long`, or, if none, what the verdicts are."""
+    return Takeaway("**For a user choosing settings under label skew.** " + _advice(claims_table))
+
+
+def _advice(claims_table: pd.DataFrame) -> str:
+    rows = claims_table.reset_index() if "claim" not in claims_table else claims_table
+    claim, verdict = rows.columns[0], rows.columns[1]
+    at_long = rows[rows[claim].str.contains("beats Partially Supervised under Non-IID, K=2 at `long`", regex=False)]
+    if not len(at_long):
+        return ("Under label skew: no remedy has its `long` runs in yet, so this study has no advice beyond its "
+                "measurements; the table above lists each remedy's gate.")
+    held = [c.split(" beats ")[0].removeprefix("SemiFL + ") for c, v in zip(at_long[claim], at_long[verdict])
+            if v == "held"]
+    if held:
+        return (f"Under label skew like Non-IID K=2, SemiFL with {' or '.join(held)} is held above Partially "
+                "Supervised at 300 rounds (final round, n=3); the claims below give its margin and how it compares "
+                "with SemiFL's fixed rule.")
+    said = "; ".join(f"{c.split(' beats ')[0].removeprefix('SemiFL + ')}: {v}" for c, v in
+                     zip(at_long[claim], at_long[verdict]))
+    return ("Under label skew like Non-IID K=2, no remedy tried here is held above Partially Supervised at 300 rounds "
+            f"(final round; {said}): with two classes a client, the server's labels alone are as good as SemiFL with "
+            "any of them, and the cheaper settings (one local epoch: a fifth of the client work) lose nothing "
+            "measurable against five.")
+
+
 def _judged_claims(table: pd.DataFrame, beats_psl: str, beats_rival: str) -> list:
     """Two claims per partition of a _judged_table: the fix beats Partially Supervised, and beats its rival."""
     psl, rival, fix, vs_psl, vs_rival = table.columns
@@ -164,7 +278,7 @@ def _values(means, row, col, scale=1.0) -> np.ndarray:
 
 
 def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = None,
-           remedies: dict | None = None) -> pd.DataFrame:
+           remedies: dict | None = None, part3: list | None = None) -> pd.DataFrame:
     """The study's claims: the mechanism (from the instrumented runs, FedRS's among them), the fix (from the plain
     runs) and, with `fedrs` (fedrs_table), the second fix, each with its verdict by the package's rule and its
     evidence."""
@@ -206,4 +320,4 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = N
         if table is not None:
             items += _judged_claims(table, f"SemiFL + {remedy} beats Partially Supervised",
                                     f"SemiFL + {remedy} beats SemiFL (fixed rule)")
-    return make_claims(items)
+    return make_claims(items + list(part3 or ()))
