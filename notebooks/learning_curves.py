@@ -32,9 +32,12 @@ device = 'auto'
 results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
+methods = []               # methods of your own to add to the curves, e.g. ['semifl-prox'] (docs/adding_a_method.md)
 
 
 # %%
+import functools
+
 import pandas as pd
 import matplotlib
 import matplotlib.pyplot as plt
@@ -49,7 +52,9 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 
 
 # %%
-df = report.run_pairs(report.table1_configs, profile, pairs, seed_list, results_dir, device, rounds)
+methods = report.check_methods(methods)
+df = report.run_pairs(functools.partial(report.table1_configs, methods=methods), profile, pairs, seed_list,
+                      results_dir, device, rounds)
 print(report.runs_summary(df))
 
 # %% [markdown]
@@ -74,6 +79,7 @@ for ds, n in pairs:
 
 # %%
 claims = report.learning_curve_claims(df, c, pairs)
+report.left_out(methods, "The claims", "they are the paper's about SemiFL; the curves above draw every method")
 report.takeaway(claims)
 
 # %% [markdown]

@@ -18,7 +18,7 @@
 #
 # The paper's main table: test accuracy of SemiFL, of FedAvg + FixMatch (the vanilla combination) and of supervised FedAvg with every client labeled (the paper's HeteroFL row) under four partitions of the clients' data (Non-IID K=2, Dir(0.1), Dir(0.3), IID), beside the centralized baselines: *Partially Supervised* (the N_S labels alone, with SemiFL's server budget) and *Fully Supervised* (every label, for the profile's length), and centralized FixMatch. Accuracy is the best round's test accuracy, as the paper reports; ours are mean (population std) n=seeds on Fashion-MNIST with the `small` profile's CNN and 30 rounds.
 #
-# The column *paper (CIFAR-10, N_S=250)* quotes the paper's numbers (`semifl_core/report/paper.py`; its parentheses hold standard errors over 4 seeds): CIFAR-10 with WResNet-28-2 and 800 rounds, not this run. The paper's rows that the package does not run (the other centralized SSL methods, FedMatch, FedRGD) are listed apart, below ours.
+# The column *paper (CIFAR-10, N_S=250)* quotes the paper's numbers (`semifl_core/report/paper.py`; its parentheses hold standard errors over 4 seeds): CIFAR-10 with WResNet-28-2 and 800 rounds, not this run. The paper's rows that the package does not run (the other centralized SSL methods, FedMatch, FedRGD) are listed apart, below ours. A method of your own joins the table, its claims and the takeaway with the parameter `methods` (`papermill ... -y "methods: [semifl-prox]"`; docs/adding_a_method.md), its paper cells empty.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -34,9 +34,12 @@ device = 'auto'
 results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
+methods = []               # methods of your own to add, e.g. ['semifl-prox'] (docs/adding_a_method.md)
 
 
 # %%
+import functools
+
 import pandas as pd
 import matplotlib
 import matplotlib.pyplot as plt
@@ -51,7 +54,9 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 
 
 # %%
-df = report.run_pairs(report.table1_configs, profile, pairs, seed_list, results_dir, device, rounds)
+methods = report.check_methods(methods)
+df = report.run_pairs(functools.partial(report.table1_configs, methods=methods), profile, pairs, seed_list,
+                      results_dir, device, rounds)
 print(report.runs_summary(df))
 
 # %% [markdown]
@@ -59,7 +64,7 @@ print(report.runs_summary(df))
 
 # %% tags=["nbval-check-output"]
 for ds, n in pairs:
-    display(report.table1(df, ds, n))
+    display(report.table1(df, ds, n, methods))
 
 # %% [markdown]
 # The paper's rows that are not run here (its numbers only):
@@ -76,6 +81,7 @@ for ds, n in pairs:
 # %% tags=["nbval-check-output"]
 for ds, n in pairs:
     display(report.gap_table(df, ds, n))
+report.left_out(methods, "The gap table", "it is the paper's claim about SemiFL; Table 1 above has their rows")
 
 
 # %% [markdown]
@@ -84,7 +90,7 @@ for ds, n in pairs:
 # Written from the claims table below (so the two cannot disagree).
 
 # %%
-claims = report.table1_claims(df, pairs)
+claims = report.table1_claims(df, pairs, methods)
 report.takeaway(claims)
 
 # %% [markdown]
