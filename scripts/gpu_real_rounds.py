@@ -3,7 +3,8 @@
 evaluation all counted), stopped after --minutes as Ctrl-C stops a run (the round finishes, a checkpoint is written).
 
 Per round it prints the wall time (from the end of the previous round), the label ratio, the client samples, how
-many client steps had some client on a partial batch (padded, in a second CUDA graph, with masked steps; eager without), and the phases; then
+many client steps had some client on a partial batch (padded, in a second CUDA graph, with masked steps; eager
+without), and the phases; then
 the 800-round figure from the rounds whose label ratio is in [0.3, 0.9] (a real run's ratio rises from 0 to about 0.9;
 the early, cheap rounds would make it too low): start-up + 800 x their mean round (a checkpoint every tenth round is
 in them, as in a run), and says so.
