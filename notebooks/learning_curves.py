@@ -32,7 +32,7 @@ device = 'auto'
 results_dir = None         # None -> the repository's results/ (committed runs are reused)
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
-methods = []               # methods of your own to add to the curves, e.g. ['semifl-prox'] (docs/adding_a_method.md)
+methods = []               # methods of your own to add, e.g. ['semifl-prox'] (docs/adding_a_method.md)
 
 
 # %%

@@ -33,13 +33,15 @@ def plugin_dir(tmp_path, monkeypatch):
 
 def test_the_page_builds_trains_and_tabulates_semifl_prox(plugin_dir, monkeypatch, capsys):
     from semifl_core.methods import load_plugins
-    monkeypatch.delenv("SEMIFL_NO_TRAIN", raising=False)
     load_plugins()
     assert "semifl-prox" in METHODS
     code = "\n".join(blocks()[1:])
     assert SETTING in code
     code = code.replace(SETTING, f'PROFILE, DATASET, SEEDS, RESULTS = "smoke", "synthetic", [0], "{plugin_dir}/res"')
+    monkeypatch.setenv("SEMIFL_NO_TRAIN", "1")   # the page sets it in step 5: recorded here, so it is undone after
+    monkeypatch.delenv("SEMIFL_NO_TRAIN")
     exec(compile(code, str(DOC), "exec"), {})
+    monkeypatch.delenv("SEMIFL_NO_TRAIN", raising=False)
     out = capsys.readouterr().out
     assert "prox_mu=0.1: a field of semifl-prox; semifl declares no fields of its own" in out
     assert "sequential final test accuracy" in out and "vectorized final test accuracy" in out

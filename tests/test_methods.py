@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import torch
 import torch.nn.functional as F
 
 import semifl_core
@@ -133,3 +134,38 @@ def test_no_import_cycles():
         if node not in state:
             visit(node, [node])
     assert cycles == []
+
+
+# ---------------------------------------------------------------------- a method's own fields, and bad input about them
+def test_declaring_a_field_changes_no_committed_runs_key(monkeypatch):
+    """Every committed run's key, recomputed with a new field declared by SemiFL and by Partially Supervised, is the
+    one it was stored under: a method's field at its default is left out of the key."""
+    import dataclasses
+    import json
+
+    from semifl_core.config import run_key
+    from semifl_core.methods import Field
+    stored = [json.loads(p.read_text()) for p in (PACKAGE.parent / "results").glob("*/config.json")]
+    assert len(stored) > 100
+    for name in (methods.SEMIFL, methods.PARTIALLY_SUPERVISED):
+        monkeypatch.setitem(METHODS, name, dataclasses.replace(METHODS[name], fields={"toy_mu": Field(0.5)}))
+    assert all(run_key(s["config"]) == s["key"] for s in stored)
+    cfg = profile("smoke")
+    assert cfg.toy_mu == 0.5 and cfg.key() == cfg.replace(toy_mu=0.5).key() != cfg.replace(toy_mu=0.25).key()
+
+
+def test_bad_input_about_methods_is_one_line():
+    from semifl_core.engine import module_net
+    from semifl_core.report import check_methods
+    with pytest.raises(ConfigError, match=r"^methods: 'semifl-prx' is not a registered method; registered: semifl, "):
+        check_methods(["semifl-prx"])
+    with pytest.raises(ConfigError, match=r"^methods='semifl': must be a list of method names"):
+        check_methods("semifl")
+    f = module_net(torch.nn.Linear(2, 3))
+    with pytest.raises(ConfigError, match=r"^a loss asked for the weights 'fc.w', which this network does not have; "
+                                          r"it has weight, bias$"):
+        f.params["fc.w"]
+    with pytest.raises(ConfigError, match=r"^unknown config field 'prox_muu'"):
+        profile("smoke", prox_muu=0.1)
+    with pytest.raises(ConfigError, match=r"^SEMIFL_METHODS: cannot import 'no_such_module_here'"):
+        methods.load_plugins("no_such_module_here")

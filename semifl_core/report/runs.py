@@ -355,8 +355,8 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
             todo.append(i)
     if todo and no_train():
         left = [f"{jobs[i][0]} (seed {jobs[i][1].seed})" for i in todo]
-        print(f"{FROM_STORE}: {len(todo)} of {len(jobs)} runs are not in {shown(results_dir)} and are left "
-              f"out of everything below: {'; '.join(left[:6])}{'; ...' if len(left) > 6 else ''}")
+        say(f"{FROM_STORE}: {len(todo)} of {len(jobs)} runs are not in {shown(results_dir)} and are left "
+            f"out of everything below: {'; '.join(left[:6])}{'; ...' if len(left) > 6 else ''}")
         jobs = [job for i, job in enumerate(jobs) if i in done]
         done, todo = {k: done[i] for k, i in enumerate(sorted(done))}, []
     elif no_train() and jobs:
