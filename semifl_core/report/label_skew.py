@@ -173,10 +173,10 @@ def part3_gate_table(gates: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
         final = _finals(gates, f"{r} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)")
         vs = above(final, fixed)
         gate = "not run" if len(own) < 3 else (
-            f"{PASSED} (mechanism)" if other.mean() > PART3_GATE["skew_dacc_unheld"]
-            and own.mean() >= PART3_GATE["skew_dacc_held"] else f"{PASSED} (final)" if vs == "held" else FAILED)
-        rows.append({"remedy": r, OWN: mean_std(own), OTHER: mean_std(other), "K=2 final": mean_std(final),
-                     "fixed rule, K=2": mean_std(fixed), "above it": vs, "gate": gate})
+            "passed (mechanism)" if other.mean() > PART3_GATE["skew_dacc_unheld"]
+            and own.mean() >= PART3_GATE["skew_dacc_held"] else "passed (final)" if vs == "held" else "failed")
+        rows.append({"remedy": r, OWN: mean_std(own), OTHER: mean_std(other), "final": mean_std(final),
+                     "fixed rule": mean_std(fixed), "above it": vs, "gate": gate})
     return pd.DataFrame(rows).set_index("remedy")
 
 
@@ -196,7 +196,7 @@ def part3_gate_passed(p, ds, n, results_dir=None) -> list[str]:
         else:
             os.environ["SEMIFL_NO_TRAIN"] = saved
     table = part3_gate_table(gates, judges)
-    return [r for r in PART3_REMEDIES if table.loc[r, "gate"].startswith(PASSED)]
+    return [r for r in PART3_REMEDIES if table.loc[r, "gate"].startswith("passed")]
 
 
 def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
