@@ -245,23 +245,19 @@ def advice(claims_table: pd.DataFrame) -> Takeaway:
 
 def _advice(claims_table: pd.DataFrame) -> str:
     rows = claims_table.reset_index() if "claim" not in claims_table else claims_table
-    claim, verdict = rows.columns[0], rows.columns[1]
-    at_long = rows[rows[claim].str.contains("beats Partially Supervised under Non-IID, K=2 at `long`", regex=False)]
+    claim, verdict, evidence = rows.columns[:3]
+    at_long = rows[rows[claim].str.contains("under Non-IID, K=2 at `long`", regex=False)]
     if not len(at_long):
-        return ("Under label skew: no remedy has its `long` runs in yet, so this study has no advice beyond its "
-                "measurements; the table above lists each remedy's gate.")
+        return ("No remedy has its `long` runs in yet, so this study has no advice beyond its measurements; the gate "
+                "table above says which remedies train at `long`.")
+    said = "; ".join(f"{c.removeprefix('SemiFL + ')}: {v} ({e})" for c, v, e in
+                     zip(at_long[claim], at_long[verdict], at_long[evidence]))
     held = [c.split(" beats ")[0].removeprefix("SemiFL + ") for c, v in zip(at_long[claim], at_long[verdict])
-            if v == "held"]
-    if held:
-        return (f"Under label skew like Non-IID K=2, SemiFL with {' or '.join(held)} is held above Partially "
-                "Supervised at 300 rounds (final round, n=3); the claims below give its margin and how it compares "
-                "with SemiFL's fixed rule.")
-    said = "; ".join(f"{c.split(' beats ')[0].removeprefix('SemiFL + ')}: {v}" for c, v in
-                     zip(at_long[claim], at_long[verdict]))
-    return ("Under label skew like Non-IID K=2, no remedy tried here is held above Partially Supervised at 300 rounds "
-            f"(final round; {said}): with two classes a client, the server's labels alone are as good as SemiFL with "
-            "any of them, and the cheaper settings (one local epoch: a fifth of the client work) lose nothing "
-            "measurable against five.")
+            if v == "held" and "beats Partially Supervised" in c]
+    lead = (f"Under Non-IID K=2 at 300 rounds, SemiFL with {' or '.join(held)} is held above Partially Supervised."
+            if held else "Under Non-IID K=2 at 300 rounds, no remedy tried here is held above Partially Supervised so "
+                         "far.")
+    return f"{lead} The `long` claims, final round: {said}. A claim with fewer than three seeds is not final."
 
 
 def _judged_claims(table: pd.DataFrame, beats_psl: str, beats_rival: str) -> list:
