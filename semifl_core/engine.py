@@ -5,7 +5,7 @@ A loss function is `loss_fn(f, inputs) -> (loss, aux)`: f is the network being t
 normalised image batch, f.parts(x1, x2) two batches in one forward, f.params the weights being trained, f.start the
 weights the round started from, f.at(w, x) the logits at other weights), inputs is one step of a Task with its uint8
 images normalised, aux a 1-D tensor of counts the method wants summed over the steps (may be empty). A loss may
-leave parameters untrained (`frozen`). `train` returns the trained weights stacked along a leading model dimension, each model's SGD
+leave parameters untrained (`frozen`). The loss interface is net.py's; the SGD, flat buffers and CUDA graphs sgd.py's. `train` returns the trained weights stacked along a leading model dimension, each model's SGD
 momentum, and per model the sums over its steps of [loss, *aux]. Both engines consume the same tasks, so they
 train on identical inputs:
 
@@ -33,14 +33,14 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch.func import functional_call, grad, vmap
-from torch.utils._pytree import tree_flatten, tree_map
 
 from .augment import normalize
 from .errors import ConfigError
 from . import fused
-from .models import batch_parts, valid_samples
+from .models import valid_samples
+from .net import Net, frozen_names, loss_key
+from .sgd import CapturedStep, FlatModels, clip_coefficients, clip_grads_, sgd_, sgd_update
 from .tasks import Task
 
 
@@ -137,97 +137,6 @@ def model_inputs(batch: dict, mean, std) -> dict:
     return {k: normalize(v, mean, std) if v.dtype == torch.uint8 else v for k, v in batch.items()}
 
 
-def graph_safe(loss_fn):
-    """Marks a loss function as free of host synchronisation and data-dependent Python control flow, so that a step
-    on it can be captured as a CUDA graph (Speed.cuda_graphs), and as honouring b["valid"] where a step has it (a
-    batch padded to full size, Speed.masked_steps: its batch means over the real samples only, `batch_mean`, and its
-    counts of those only). Unmarked losses always run eagerly on un-padded batches."""
-    loss_fn.graph_safe = True
-    return loss_fn
-
-
-def frozen(loss_fn, *prefixes: str):
-    """loss_fn, training only the parameters whose names start with none of `prefixes` (e.g. "fc.": the classifier
-    head): the others keep their start weights through local training, no gradient step, no weight decay, no
-    momentum (their momentum buffers are handed back as they came). A new function; graph_safe carries over."""
-    def loss(f, b):
-        return loss_fn(f, b)
-    loss.frozen = tuple(getattr(loss_fn, "frozen", ())) + prefixes
-    loss.graph_safe = getattr(loss_fn, "graph_safe", False)
-    return loss
-
-
-def frozen_names(loss_fn, names) -> set:
-    """The parameter names that loss_fn leaves untrained (`frozen`)."""
-    prefixes = getattr(loss_fn, "frozen", ())
-    return {n for n in names if n.startswith(prefixes)} if prefixes else set()
-
-
-def loss_key(loss_fn):
-    """What identifies a loss for reusing a captured step between train calls: its code, the values its closure
-    holds and its marks (graph_safe, frozen), so that a loss built anew every round from the same code and values
-    (a closure, a `frozen` wrapper) reuses the step; the function object itself where these are not hashable."""
-    code = getattr(loss_fn, "__code__", None)
-    if code is None:
-        return loss_fn
-    cells = tuple(c.cell_contents for c in loss_fn.__closure__ or ())
-    key = (code, tuple(loss_key(v) if callable(v) and hasattr(v, "__code__") else v for v in cells),
-           loss_fn.__defaults__, getattr(loss_fn, "graph_safe", False), getattr(loss_fn, "frozen", ()))
-    try:
-        hash(key)
-    except TypeError:
-        return loss_fn
-    return key
-
-
-class Weights(dict):
-    """Weights by parameter name (Net.params, Net.start): a name the network does not have is one line naming it."""
-
-    def __missing__(self, name):
-        raise ConfigError(f"a loss asked for the weights {name!r}, which this network does not have; it has "
-                          f"{', '.join(self)}")
-
-
-def sq_distance(a: dict, b: dict) -> torch.Tensor:
-    """||a - b||^2 over every tensor of b, per model: a scalar, or one per leading model index where a's tensors have
-    one that b's do not (the fused step's f.params against f.start). E.g. FedProx's (mu / 2) sq_distance(f.params,
-    f.start)."""
-    return sum((a[k] - v).pow(2).flatten(a[k].dim() - v.dim()).sum(-1) for k, v in b.items())
-
-
-class Net:
-    """What a loss function gets as f: the network being trained, in one engine's way of running it.
-
-    f(x)           its logits on a normalised image batch (training mode: static BN takes the batch's statistics)
-    f.parts(*xs)   the logits of several batches of one size, each normalised by its own batch statistics, as a
-                   tuple: one forward of them all (Speed.one_forward, static BN and GroupNorm) or one each;
-                   f.parts(*xs, weights=w) the same at weights w
-    f.params       the weights being trained, name -> tensor (differentiable: a loss may read them, e.g. a proximal
-                   term (mu/2) ||w - w_start||^2)
-    f.start        the weights the train call started from (the global model the clients received), name -> tensor,
-                   constant
-    f.at(w, x)     the logits of the same network at weights w (name -> tensor, all of them), training mode: e.g.
-                   f.at(f.start, x), the received model with the same batch statistics as the student
-    In the vectorized engine all of these are one client's (inside vmap); every one is graph-safe."""
-
-    def __init__(self, forward, params: dict, start: dict, at, one_forward: bool):
-        self._forward, self._at, self._one = forward, at, one_forward
-        self.params, self.start = Weights(params), Weights(start)
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return self._forward(x)
-
-    def parts(self, *xs: torch.Tensor, weights: dict | None = None) -> tuple:
-        net = self if weights is None else (lambda x: self.at(weights, x))
-        if len(xs) == 1 or not self._one:
-            return tuple(net(x) for x in xs)
-        with batch_parts(len(xs)):
-            return net(torch.cat(xs)).chunk(len(xs))
-
-    def at(self, weights: dict, x: torch.Tensor) -> torch.Tensor:
-        return self._at(weights, x)
-
-
 def _one_forward(model, speed) -> bool:
     """Whether Net.parts may run one forward for this model: static BN (or none, or GroupNorm), not plain BN."""
     return speed.one_forward and not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
@@ -245,191 +154,6 @@ def module_net(model, speed: Speed | None = None, start: dict | None = None) -> 
             return functional_call(model, (weights, buffers), (x,)).float()
     return Net(_bf16(model) if speed.bf16 else model, dict(model.named_parameters()), start, at,
                _one_forward(model, speed))
-
-
-def batch_mean(v: torch.Tensor, b: dict) -> torch.Tensor:
-    """The mean of per-sample values v (..., B) over the step's real samples: all of them, or those b["valid"] marks;
-    one mean per leading index (the fused step's models)."""
-    if "valid" not in b:
-        return v.mean(-1)
-    m = b["valid"].to(v.dtype)
-    return (v * m).sum(-1) / m.sum(-1)
-
-
-def sample_ce(logits: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """F.cross_entropy per sample, logits (..., B, classes) and labels (..., B) -> (..., B)."""
-    return F.cross_entropy(logits.flatten(0, -2), y.flatten(), reduction="none").view(y.shape)
-
-
-def batch_ce(logits: torch.Tensor, y: torch.Tensor, b: dict) -> torch.Tensor:
-    """F.cross_entropy (a batch mean) over the step's real samples (batch_mean), one per leading index."""
-    if "valid" not in b and logits.dim() == 2:
-        return F.cross_entropy(logits, y)
-    return batch_mean(sample_ce(logits, y), b)
-
-
-# ---------------------------------------------------------------------- SGD
-def clip_grads_(grads: list, max_norm: float) -> None:
-    """clip_grad_norm_ on a list of gradients, in place: g <- g min(1, max_norm / (||g|| + 1e-6)), the norm over all."""
-    total = torch.nn.utils.get_total_norm(grads)
-    torch._foreach_mul_(grads, torch.clamp(max_norm / (total + 1e-6), max=1.0))
-
-
-def sgd_(params: list, grads: list, bufs: list, lr: float, cfg) -> None:
-    """torch.optim.SGD's step (momentum, weight decay, Nesterov; no dampening) on lists of tensors, in place, as
-    torch._foreach_* ops: one kernel per operation for all tensors on a GPU, and on a CPU the very ops of
-    torch.optim.SGD (bit-identical). bufs: momentum buffers, zeros where there is none yet (0 momentum + d = d)."""
-    if cfg.weight_decay:
-        grads = torch._foreach_add(grads, params, alpha=cfg.weight_decay)
-    if cfg.momentum:
-        torch._foreach_mul_(bufs, cfg.momentum)
-        torch._foreach_add_(bufs, grads)
-        grads = torch._foreach_add(grads, bufs, alpha=cfg.momentum) if cfg.nesterov else bufs
-    if torch.is_tensor(lr):   # a captured graph's learning rate, read from device memory
-        torch._foreach_sub_(params, torch._foreach_mul(grads, lr))
-    else:
-        torch._foreach_add_(params, grads, alpha=-lr)
-
-
-def sgd_update(p, buf, d, lr: float, cfg):
-    """The same SGD step written out for the vectorized engine, on stacked tensors or a flat buffer of them: returns
-    (new p, new buf). buf: zeros where there is no momentum yet (0 momentum + d = d)."""
-    if cfg.weight_decay:
-        d = d + cfg.weight_decay * p
-    if cfg.momentum:
-        buf = cfg.momentum * buf + d
-        d = d + cfg.momentum * buf if cfg.nesterov else buf
-    return p - lr * d, buf
-
-
-def clip_coefficients(grads: list, max_norm: float, one_reduction: bool) -> torch.Tensor:
-    """Per model (the leading dimension of each gradient) clip_grad_norm_'s factor min(1, max_norm / (||g|| + 1e-6)).
-    one_reduction: the squared norm in one reduction over all tensors; else tensor by tensor, summed (the reference's
-    order of float sums, which the CPU keeps so that its results stay bit-identical)."""
-    if one_reduction:
-        norms = torch.cat([g.flatten(1) for g in grads], 1).pow(2).sum(1).sqrt()
-    else:
-        norms = torch.sqrt(sum(g.pow(2).flatten(1).sum(1) for g in grads))
-    return (max_norm / (norms + 1e-6)).clamp(max=1.0)
-
-
-class FlatModels:
-    """The parameters and SGD momentum of n models (Speed.flat_sgd) in two flat buffers laid out tensor after tensor:
-    tensor k of all n models is one contiguous (n, *shape_k) block, so `params` are views that vmap and
-    functional_call take as they are, and each elementwise operation of an SGD step is one kernel over all tensors of
-    all models. Updated in place (a captured CUDA graph keeps pointing at the same memory)."""
-
-    def __init__(self, start: dict, states: list, cfg, lr: float, lr_on_device: bool = False, frozen=()):
-        self.cfg, self.n, self.shapes = cfg, len(states), {k: v.shape for k, v in start.items()}
-        self.bounds = np.cumsum([0] + [self.n * v.numel() for v in start.values()])
-        self.p, self.m = self._weights(start), self._momentum(start, states)
-        self.params = self.views(self.p)
-        dev = self.p.device
-        # a captured graph reads the learning rate from device memory (a Python float would be baked into it)
-        self.lr = torch.full((), float(lr), device=dev) if lr_on_device else lr
-        # the model each element belongs to: per-model values (clip factors, masks) reach every element in one gather
-        self.owner = torch.cat([torch.arange(self.n, device=dev).repeat_interleave(v.numel()) for v in start.values()])
-        # the elements a `frozen` loss leaves untrained (None: it trains them all)
-        self.frozen_keys = set(frozen)
-        self.frozen = None if not frozen else torch.cat([torch.full((self.n * v.numel(),), k in frozen, device=dev)
-                                            for k, v in start.items()])
-
-    def _weights(self, start: dict) -> torch.Tensor:
-        return self.pack({k: v.detach().expand(self.n, *v.shape) for k, v in start.items()})
-
-    def _momentum(self, start: dict, states: list) -> torch.Tensor:
-        return self.pack({k: torch.stack([s[k] if s is not None else torch.zeros_like(v) for s in states])
-                          for k, v in start.items()})
-
-    def reset(self, start: dict, states: list, lr: float) -> None:
-        """New start weights, momentum and learning rate, in the same memory (a kept, captured step reads it)."""
-        with torch.no_grad():
-            self.p.copy_(self._weights(start))
-            self.m.copy_(self._momentum(start, states))
-        if torch.is_tensor(self.lr):
-            self.lr.fill_(float(lr))
-        else:
-            self.lr = lr
-
-    def views(self, flat: torch.Tensor) -> dict:
-        return {k: flat[a:b].view(self.n, *shape)
-                for (k, shape), a, b in zip(self.shapes.items(), self.bounds[:-1], self.bounds[1:])}
-
-    def pack(self, stacked: dict, rows: torch.Tensor | None = None) -> torch.Tensor:
-        """Stacked tensors (model dimension first) as one flat buffer; with rows, they are those models' (in rows'
-        order) and the other models get zeros."""
-        if rows is None:
-            return torch.cat([stacked[k].reshape(-1) for k in self.shapes])
-        flat = torch.zeros(int(self.bounds[-1]), device=rows.device)
-        for k, view in self.views(flat).items():
-            view[rows] = stacked[k]
-        return flat
-
-    def step(self, grads: dict, rows: torch.Tensor | None = None, active: torch.Tensor | None = None,
-             one_reduction: bool = False) -> None:
-        """One SGD step (clip_grad_norm_ first) of the models in rows (None: all) from their gradients (rows' order);
-        active: (n,) bool, the models to update (the others keep their weights and momentum). Parameters a `frozen`
-        loss leaves untrained keep theirs too, and their gradients count in no clipping norm."""
-        if self.frozen is not None:
-            grads = {k: torch.zeros_like(g) if k in self.frozen_keys else g for k, g in grads.items()}
-        g, coef = self.pack(grads, rows), None
-        if self.cfg.clip_norm > 0:
-            coef = clip_coefficients(list(grads.values()), self.cfg.clip_norm, one_reduction)
-            if rows is not None:
-                coef = torch.ones(self.n, device=coef.device).index_copy(0, rows, coef)
-        self.step_flat(g, active, coef)
-
-    def step_flat(self, g: torch.Tensor, active: torch.Tensor | None = None, coef: torch.Tensor | None = None) -> None:
-        """`step` from every model's gradient as one flat buffer (laid out as the parameters); coef: each model's clip
-        factor, computed from g when None (a frozen parameter's entries of g must then be zero)."""
-        cfg = self.cfg
-        if cfg.clip_norm > 0:
-            if coef is None:
-                coef = clip_coefficients(list(self.views(g).values()), cfg.clip_norm, one_reduction=True)
-            g = g * coef[self.owner]
-        p, m = sgd_update(self.p, self.m, g, self.lr, cfg)
-        if active is not None or self.frozen is not None:
-            keep = active[self.owner] if active is not None else torch.ones_like(self.owner, dtype=torch.bool)
-            keep = keep if self.frozen is None else keep & ~self.frozen
-            p, m = torch.where(keep, p, self.p), torch.where(keep, m, self.m)
-        self.p.copy_(p)
-        self.m.copy_(m)
-
-
-# ---------------------------------------------------------------------- CUDA graphs
-class CapturedStep:
-    """fn(**inputs) as a CUDA graph (Speed.cuda_graphs). Every call first copies its inputs into static copies of
-    them (made at the first call); the first WARMUP calls run fn on those eagerly on a side stream (lazy
-    initialisation, as torch.cuda.graphs asks), the next captures it on them, and each call from then on replays.
-    Warm-ups and capture read the same tensors (same layout), so a compiled fn (Speed.compile) compiles in the
-    warm-ups and is not recompiled inside the capture (which would invalidate it). fn keeps its state in tensors it
-    updates in place; its output is a static tensor, overwritten by the next call."""
-    WARMUP = 3   # as torch's whole-network capture example
-
-    def __init__(self, fn):
-        self.fn, self.calls, self.graph, self.static, self.out = fn, 0, None, None, None
-
-    def __call__(self, **inputs):
-        if self.static is None:
-            self.static = tree_map(lambda t: t.clone() if torch.is_tensor(t) else t, inputs)
-        else:
-            for dst, src in zip(tree_flatten(self.static)[0], tree_flatten(inputs)[0]):
-                if torch.is_tensor(dst):
-                    dst.copy_(src)
-        if self.graph is None and self.calls < self.WARMUP:
-            self.calls += 1
-            side = torch.cuda.Stream()
-            side.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(side):
-                out = self.fn(**self.static)
-            torch.cuda.current_stream().wait_stream(side)
-            return out
-        if self.graph is None:
-            self.graph = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(self.graph):
-                self.out = self.fn(**self.static)
-        self.graph.replay()
-        return self.out
 
 
 def _normalisation(mean, std, dev, speed):

@@ -9,7 +9,7 @@ the vectorized engine's Speed.fused step. Model k's batch of N images and its we
 
 so a step is one network's kernels for every client at once (no vmap: no per-client batch-norm affine kernels,
 and the activations keep one memory layout end to end). A loss sees leading model dimensions: its batch tensors are
-(K, N, ...), its logits (K, N, classes), and it returns K losses (engine.batch_ce and batch_mean reduce over the
+(K, N, ...), its logits (K, N, classes), and it returns K losses (net.batch_ce and batch_mean reduce over the
 last sample dimension). It computes what K separate networks compute, up to float rounding (tests/test_fused.py).
 """
 from __future__ import annotations

@@ -12,8 +12,9 @@ from float_bound import assert_near, longest_sum, rtol
 from semifl_core import models
 from semifl_core.config import profile
 from semifl_core.data import synthetic
-from semifl_core.engine import SequentialEngine, Speed, VectorizedEngine, frozen
+from semifl_core.engine import SequentialEngine, Speed, VectorizedEngine
 from semifl_core.fused import fused_input
+from semifl_core.net import frozen, graph_safe
 from semifl_core.methods import semifl, skew_losses
 from semifl_core.models import WideResNet, make_model
 from test_speed import EXACT, LOSSES, _assert_trained_alike, _train, full_fp32, needs_cuda  # noqa: F401 (fixture)
@@ -60,8 +61,7 @@ def _remedy_tasks(remedy, cfg, data):
                                     skew_losses.FedVLS(0.1), skew_losses.FrozenHead()], ids=type)
 def test_fused_step_trains_every_remedy_as_the_sequential_engine(remedy):
     data, cfg = synthetic(), profile("smoke", local_epochs=2.0)
-    loss = semifl.semifl_client_loss(cfg)   # the plain loss's code, with this remedy
-    loss = frozen(semifl.graph_safe(lambda f, b: semifl.client_loss(f, b, remedy)), *remedy.frozen)
+    loss = frozen(graph_safe(lambda f, b: semifl.client_loss(f, b, remedy)), *remedy.frozen)
     out = {}
     for name, engine, speed in (("seq", SequentialEngine, EXACT), ("fused", VectorizedEngine, FUSED)):
         torch.manual_seed(0)

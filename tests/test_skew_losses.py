@@ -121,7 +121,7 @@ def _released_fedvls(output, teach_output, y, num_per_class, lam):
 
 
 def _net(student, teacher):
-    from semifl_core.engine import Net
+    from semifl_core.net import Net
     return Net(student, {}, {"w": torch.zeros(1)}, lambda w, x: teacher(x), one_forward=False)
 
 
@@ -166,7 +166,8 @@ def test_lade_over_a_padded_batch_equals_lade_over_its_real_samples():
 @pytest.mark.parametrize("engine", ["sequential", "vectorized"])
 def test_a_frozen_head_keeps_its_weights_and_momentum_through_local_training(engine):
     from semifl_core.data import synthetic
-    from semifl_core.engine import SequentialEngine, VectorizedEngine, frozen
+    from semifl_core.engine import SequentialEngine, VectorizedEngine
+    from semifl_core.net import frozen
     from semifl_core.models import make_model
     from semifl_core.tasks import make_tasks
     data, cfg = synthetic(), profile("smoke", local_epochs=2.0)

@@ -15,7 +15,8 @@ from float_bound import assert_near, longest_sum, rtol
 from semifl_core import sbn
 from semifl_core.config import ConfigError, profile
 from semifl_core.data import synthetic
-from semifl_core.engine import FlatModels, SequentialEngine, Speed, VectorizedEngine, clip_grads_, sgd_
+from semifl_core.engine import SequentialEngine, Speed, VectorizedEngine
+from semifl_core.sgd import FlatModels, clip_grads_, sgd_
 from semifl_core.methods import semifl
 from semifl_core.models import SmallCNN, WideResNet, make_model
 from semifl_core.run import Experiment

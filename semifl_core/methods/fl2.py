@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..engine import batch_ce, batch_mean, sample_ce
+from ..net import batch_ce, batch_mean, sample_ce
 from ..rounds import Round, RoundRecord
 from ..tasks import make_tasks
 from . import pseudo_labels

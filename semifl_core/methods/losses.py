@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from ..engine import batch_ce, batch_mean, graph_safe, sample_ce
+from ..net import batch_ce, batch_mean, graph_safe, sample_ce
 from ..rounds import RoundRecord
 
 

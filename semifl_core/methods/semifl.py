@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from .. import augment
-from ..engine import frozen, graph_safe
+from ..net import frozen, graph_safe
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks

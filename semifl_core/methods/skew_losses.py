@@ -14,7 +14,7 @@ it from the config; the base class changes nothing):
   correction, LADE, and the vacant-class KL on every image of the step, teacher and student in training mode
   (`FedVLS`).
 - A head the clients do not train (FedBABU: Oh, Kim and Yun, ICLR 2022; Config.frozen_head): the classifier keeps its
-  received weights through local training (`FrozenHead`, engine.frozen).
+  received weights through local training (`FrozenHead`, net.frozen).
 """
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..engine import batch_ce, batch_mean, sample_ce
+from ..net import batch_ce, batch_mean, sample_ce
 from ..models import predict
 from . import pseudo_labels
 
