@@ -38,8 +38,6 @@ methods = []               # methods of your own to add, e.g. ['semifl-prox'] (d
 
 
 # %%
-import functools
-
 import pandas as pd
 import matplotlib
 import matplotlib.pyplot as plt
@@ -55,8 +53,7 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 
 # %%
 methods = report.check_methods(methods)
-df = report.run_pairs(functools.partial(report.table1_configs, methods=methods), profile, pairs, seed_list,
-                      results_dir, device, rounds)
+df = report.table1_runs(profile, pairs, seed_list, results_dir, device, rounds, methods)
 print(report.runs_summary(df))
 
 # %% [markdown]

@@ -7,7 +7,7 @@ from ..config import TRAIN_SIZE, profile
 from .claims import (cbafed_claims, diagnosis_findings, feddure_claims, few_label_claims, horizon_claims, figure2_claims, figure6_claims,
                      learning_curve_claims, takeaway, theorem1_claims,
                      scale_claims, table1_claims, table2_claims, table3_claims, table4_claims, table5_claims)
-from .configs import (authors_details_configs, cbafed_code_configs, check_methods, cbafed_configs, cbafed_own_setting_configs, diagnosis_configs, diagnosis_ns, feddure_configs, feddure_length_configs,
+from .configs import (authors_details_configs, cbafed_code_configs, check_methods, table1_runs, cbafed_configs, cbafed_own_setting_configs, diagnosis_configs, diagnosis_ns, feddure_configs, feddure_length_configs,
                       feddure_length_runs, feddure_runs,
                       few_label_configs, figure2_configs, horizon_configs, horizon_runs,
                       fsl_sizing_configs, scale_configs, split_configs, table1_configs, table2_configs, table3_configs,

@@ -8,7 +8,7 @@ from ..config import profile
 from ..methods import (CBAFED_METHODS, FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
                        FIXMATCH, FL2, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
 from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS  # noqa: F401
-from .runs import make, run_all
+from .runs import make, run_all, run_pairs
 
 
 def label_of(method: str) -> str:
@@ -58,6 +58,14 @@ def table1_configs(p, ds, n, rounds=None, methods=()) -> dict:
                   *(m for m in methods if METHODS[m].federated)):
             cfgs[f"{label_of(m)} | {part}"] = make(p, ds, n, rounds, partition=part, algorithm=m)
     return cfgs
+
+
+def table1_runs(p, pairs, seeds, results_dir, device="auto", rounds=None, methods=()) -> pd.DataFrame:
+    """Table 1's runs (table1_configs) for every (dataset, N_S) pair, with the methods a notebook's `methods`
+    parameter adds (checked first: check_methods)."""
+    import functools
+    builder = functools.partial(table1_configs, methods=check_methods(methods))
+    return run_pairs(builder, p, pairs, seeds, results_dir, device, rounds)
 
 
 def table2_configs(p, ds, n, rounds=None) -> dict:
