@@ -42,6 +42,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--minutes", type=float, default=6.0)
     p.add_argument("--variant", default="default", help="default, or default plus switches: +masked_steps, +compile")
+    p.add_argument("--precision", default="fp32", choices=("fp32", "bf16"), help="Config.precision of the run")
     p.add_argument("--data-root", default=str(ROOT / ".gl-data"))
     p.add_argument("--smoke", action="store_true")
     p.add_argument("--out", default=os.environ.get("OUT"))
@@ -56,6 +57,7 @@ def main(argv=None) -> int:
     dev = run_mod.pick_device("cpu" if args.smoke else "auto")
     cfg = (profile("smoke", rounds=40, threshold=0.3, engine="vectorized") if args.smoke else
            profile("paper", dataset="fashionmnist", eval_every=1))
+    cfg = dataclasses.replace(cfg, precision=args.precision)
     speed = Speed.default(dev)
     for switch in filter(None, args.variant.removeprefix("default").split("+")):
         speed = dataclasses.replace(speed, **{switch: True})
@@ -97,7 +99,8 @@ def main(argv=None) -> int:
     band = [r["s"] for r in rows if r["label_ratio"] is not None and 0.3 <= r["label_ratio"] <= 0.9]
     startup = rows[0]["s"] - sum(v for k, v in rows[0].items() if k.startswith("time_") and v) if rows else float("nan")
     summary = {"device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else "cpu", "torch": torch.__version__,
-               "variant": args.variant, "rounds": len(rows), "wall_s": wall, "startup_s": startup,
+               "variant": args.variant, "precision": args.precision, "rounds": len(rows), "wall_s": wall,
+               "startup_s": startup,
                "band_rounds": len(band), "band_mean_s": statistics.mean(band) if band else None,
                "band_median_s": statistics.median(band) if band else None}
     if band:
@@ -106,9 +109,10 @@ def main(argv=None) -> int:
              "| --- | --- | --- | --- | --- |"]
     lines += [f"| {r['round']} | {r['s']:.2f} | {r['label_ratio'] or 0:.2f} | {r['client_samples']} | "
               f"{r['partial_steps'][0]} / {r['partial_steps'][1]} |" for r in rows]
-    lines.append(f"\n{summary['device']}, {args.variant}: {len(rows)} rounds in {wall:.0f} s (start-up and checkpoints "
-                 f"included; start-up about {startup:.0f} s); {len(band)} rounds at a label ratio in [0.3, 0.9], mean "
-                 f"{summary['band_mean_s'] or float('nan'):.2f} s, median {summary['band_median_s'] or float('nan'):.2f} s"
+    lines.append(f"\n{summary['device']}, {args.variant}, {args.precision}: {len(rows)} rounds in {wall:.0f} s "
+                 f"(start-up and checkpoints included; start-up about {startup:.0f} s); {len(band)} rounds at a label "
+                 f"ratio in [0.3, 0.9], mean {summary['band_mean_s'] or float('nan'):.2f} s, median "
+                 f"{summary['band_median_s'] or float('nan'):.2f} s"
                  + (f"; start-up + 800 rounds at that mean: {summary['projected_800_h']:.2f} h (a projection from real "
                     "rounds)" if band else ""))
     print("\n".join(lines))
