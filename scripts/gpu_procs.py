@@ -1,0 +1,80 @@
+"""Runs an hour with several runs sharing one GPU: N processes, each the tau-0 `paper` rounds of
+scripts/gpu_step_probe.py (`--rounds --variants default`: the default Speed, every client's whole share, E=5), started
+together; for N in --procs. Each process times its own rounds after its own warm-up (capture included there), so a
+round's time is its wall time while the other N-1 processes train beside it.
+
+runs an hour of N processes against one = N x t(1) / t(N), t the median round of all N processes' timed rounds. The
+rule it is judged by is written in BENCHMARKS.md before the call ("That call, measured"); a round of one process is
+latency-bound at 10 clients x 20 images a step, which is what leaves room for others.
+
+    python3 scripts/gpu_procs.py [--procs 1,3] [--limit 50]        # on the device machine, OUT set
+    python3 scripts/gpu_procs.py --smoke --procs 1,2                # the plumbing on a CPU (smoke profile), seconds
+With $OUT set it writes procs.json there (and nothing else: each process's folder is temporary).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def one_size(n: int, smoke: bool, limit: float) -> dict:
+    """n processes of the tau-0 rounds at once; their round times, or why there are none."""
+    with tempfile.TemporaryDirectory() as tmp:
+        procs, t0 = [], time.monotonic()
+        for i in range(n):
+            env = {**os.environ, "OUT": f"{tmp}/{i}", "PYTHONUNBUFFERED": "1"}
+            cmd = [sys.executable, str(ROOT / "scripts" / "gpu_step_probe.py"), "--rounds", "--variants", "default"]
+            procs.append(subprocess.Popen(cmd + (["--smoke"] if smoke else []), env=env, cwd=ROOT,
+                                          stdout=subprocess.DEVNULL, stderr=open(f"{tmp}/{i}.err", "w")))
+        for p in procs:
+            try:
+                p.wait(timeout=max(1.0, limit * (1 + (n - 1) / 3) - (time.monotonic() - t0)))
+            except subprocess.TimeoutExpired:
+                p.kill()
+        rounds, failed = [], []
+        for i, p in enumerate(procs):
+            f = Path(f"{tmp}/{i}/rounds.json")
+            if p.returncode == 0 and f.exists():
+                rounds += [r["round_s"] for r in json.loads(f.read_text()) if "round_s" in r]
+            else:
+                failed.append(f"process {i}: rc {p.returncode}: "
+                              + Path(f"{tmp}/{i}.err").read_text()[-300:].replace("\n", " | "))
+        return {"procs": n, "wall_s": time.monotonic() - t0, "rounds": rounds, "failed": failed,
+                "median_round_s": statistics.median(rounds) if rounds and not failed else None}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--procs", default="1,2,4", help="process counts, comma-separated, in order (default 1,2,4)")
+    p.add_argument("--limit", type=float, default=50.0, help="seconds for one process; n processes get "
+                   "limit x (1 + (n - 1) / 3) (default 50)")
+    p.add_argument("--smoke", action="store_true", help="the smoke profile on the CPU: the plumbing, not the numbers")
+    p.add_argument("--out", default=os.environ.get("OUT"))
+    args = p.parse_args(argv)
+    rows = []
+    for n in (int(x) for x in args.procs.split(",")):
+        rows.append(one_size(n, args.smoke, args.limit))
+        one = rows[0]["median_round_s"]
+        r = rows[-1]
+        if one and r["median_round_s"]:
+            r["runs_h_vs_one"] = n * one / r["median_round_s"]
+        print(f"{n} process(es): {len(r['rounds'])} rounds, median {r['median_round_s'] or float('nan'):.2f} s, "
+              f"runs an hour {r.get('runs_h_vs_one', float('nan')):.2f}x one; {r['wall_s']:.0f} s"
+              + "".join(f"\n  {f}" for f in r["failed"]), flush=True)
+    if args.out:
+        Path(args.out).mkdir(parents=True, exist_ok=True)
+        (Path(args.out) / "procs.json").write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
