@@ -28,10 +28,11 @@ sits at its threshold is taken by one path and not the other, and training carri
 stop at one round (or one `train` call). Whole runs of two engines end within seed noise (BENCHMARKS.md). A strong
 view's constant cutout squares make exact max-pool ties, which rounding can break either way (the gradient then flows
 to another pixel): the comparisons of the captured, masked and compiled steps train on weak views; those of SemiFL's
-own client loss, on strong views, stayed as far inside the bound as the others (`MEASURED`). Saturated pixels do the
-same: where a 3x3 patch is 255 (or 0) in every channel, a convolution's outputs side by side are equal. The fused
-step's remedy comparisons once used up to 3.9 times their bound that way (AVX2 kernels, and the CPU of an H200
-machine; 0.02 with AVX-512), so they train on images halved into 64-191, and use 0.03 of it under all three.
+own client loss, on strong views, stayed as far inside the bound as the others (`MEASURED`). Near-ties do the same
+more rarely: a max-pool's or a ReLU's inputs within rounding of each other send the gradient one way in one path and
+the other way in the other. That is an event, not a rounding: its chance grows with the steps compared, and where it
+happens the paths differ by about lr x one activation's gradient. The fused step's remedy comparisons met it in 3 of
+30 (remedy, kernel set, threads) cases at two epochs on strong views; they compare one epoch on weak views.
 
 Not covered: bfloat16 against float32 (Speed.bf16) is not the same computation in another order but a coarser one
 (8-bit mantissas); its tests compare losses to 5 %, a benchmark switch that a run refuses.

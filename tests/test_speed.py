@@ -65,10 +65,10 @@ def _train(engine, speed, kind, sizes=(23, 30, 7, 18), device="cpu", **cfg_kw):
     return (*out, losses)
 
 
-def _assert_trained_alike(got, ref, sizes):
-    """Weights, momentum and per-model stats of two train calls (_train, E=2, batch 10) equal up to float rounding: the
+def _assert_trained_alike(got, ref, sizes, epochs: int = 2):
+    """Weights, momentum and per-model stats of two train calls (_train: E=2, batch 10) equal up to float rounding: the
     bound of tests/float_bound.py over the most steps a client takes."""
-    tol = rtol(2 * -(-max(sizes) // 10), longest_sum(10, DATA.shape))
+    tol = rtol(epochs * -(-max(sizes) // 10), longest_sum(10, DATA.shape))
     for i in range(len(sizes)):
         assert_near({k: v[i] for k, v in got[0].items()}, {k: v[i] for k, v in ref[0].items()}, tol, f"model {i}")
     for i, (a, b) in enumerate(zip(ref[1], got[1])):
