@@ -30,11 +30,12 @@ def one_size(n: int, smoke: bool, limit: float) -> dict:
     """n processes of the tau-0 rounds at once; their round times, or why there are none."""
     with tempfile.TemporaryDirectory() as tmp:
         procs, t0 = [], time.monotonic()
+        cmd = [sys.executable, str(ROOT / "scripts" / "gpu_step_probe.py"), "--rounds", "--variants", "default"]
         for i in range(n):
             env = {**os.environ, "OUT": f"{tmp}/{i}", "PYTHONUNBUFFERED": "1"}
-            cmd = [sys.executable, str(ROOT / "scripts" / "gpu_step_probe.py"), "--rounds", "--variants", "default"]
-            procs.append(subprocess.Popen(cmd + (["--smoke"] if smoke else []), env=env, cwd=ROOT,
-                                          stdout=subprocess.DEVNULL, stderr=open(f"{tmp}/{i}.err", "w")))
+            with open(f"{tmp}/{i}.err", "w") as err:   # the child keeps its own copy of the descriptor
+                procs.append(subprocess.Popen(cmd + (["--smoke"] if smoke else []), env=env, cwd=ROOT,
+                                              stdout=subprocess.DEVNULL, stderr=err))
         for p in procs:
             try:
                 p.wait(timeout=max(1.0, limit * (1 + (n - 1) / 3) - (time.monotonic() - t0)))
@@ -54,14 +55,17 @@ def one_size(n: int, smoke: bool, limit: float) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--procs", default="1,2,4", help="process counts, comma-separated, in order (default 1,2,4)")
+    p.add_argument("--procs", default="1,3", help="process counts, comma-separated, the first 1 (default 1,3)")
     p.add_argument("--limit", type=float, default=50.0, help="seconds for one process; n processes get "
                    "limit x (1 + (n - 1) / 3) (default 50)")
     p.add_argument("--smoke", action="store_true", help="the smoke profile on the CPU: the plumbing, not the numbers")
     p.add_argument("--out", default=os.environ.get("OUT"))
     args = p.parse_args(argv)
+    counts = [int(x) for x in args.procs.split(",")]
+    if counts[0] != 1:   # every ratio is against one process's rounds
+        p.error(f"--procs {args.procs}: the first count must be 1")
     rows = []
-    for n in (int(x) for x in args.procs.split(",")):
+    for n in counts:
         rows.append(one_size(n, args.smoke, args.limit))
         one = rows[0]["median_round_s"]
         r = rows[-1]

@@ -55,9 +55,8 @@ def main(argv=None) -> int:
     from semifl_core.config import profile
     from semifl_core.engine import Speed
     dev = run_mod.pick_device("cpu" if args.smoke else "auto")
-    cfg = (profile("smoke", rounds=40, threshold=0.3, engine="vectorized") if args.smoke else
-           profile("paper", dataset="fashionmnist", eval_every=1))
-    cfg = dataclasses.replace(cfg, precision=args.precision)
+    cfg = (profile("smoke", rounds=40, threshold=0.3, engine="vectorized", precision=args.precision) if args.smoke
+           else profile("paper", dataset="fashionmnist", eval_every=1, precision=args.precision))
     speed = Speed.default(dev)
     for switch in filter(None, args.variant.removeprefix("default").split("+")):
         speed = dataclasses.replace(speed, **{switch: True})

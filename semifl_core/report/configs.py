@@ -2,6 +2,8 @@
 notebooks share runs (same config -> same run directory -> reused). A run's label starts with its method's label."""
 from __future__ import annotations
 
+import functools
+
 import pandas as pd
 
 from ..config import profile
@@ -63,7 +65,6 @@ def table1_configs(p, ds, n, rounds=None, methods=()) -> dict:
 def table1_runs(p, pairs, seeds, results_dir, device="auto", rounds=None, methods=()) -> pd.DataFrame:
     """Table 1's runs (table1_configs) for every (dataset, N_S) pair, with the methods a notebook's `methods`
     parameter adds (checked first: check_methods)."""
-    import functools
     builder = functools.partial(table1_configs, methods=check_methods(methods))
     return run_pairs(builder, p, pairs, seeds, results_dir, device, rounds)
 
