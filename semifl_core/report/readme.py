@@ -71,8 +71,8 @@ ITEMS = {
     "feddure_table1": ("FedDure's Table 1 on Fashion-MNIST (small variant)", "FedDure beats FedAvg* (labeled only) in every"),
     "cbafed_table1": ("CBAFed's Table 1 on Fashion-MNIST (small variant)", "CBAFed beats its lower bound"),
 }
-MISSING = re.compile(r"(\d+) of (\d+) runs are not in results")   # run_all's lines (SEMIFL_NO_TRAIN)
-PRESENT = re.compile(r"all (\d+) runs are in results")
+MISSING = re.compile(r"(\d+) of (\d+) runs are not in\s+results")   # run_all's lines (SEMIFL_NO_TRAIN), wrapped
+PRESENT = re.compile(r"all (\d+) runs are in\s+results")
 
 
 # ---------------------------------------------------------------------- the headline table, from results/
