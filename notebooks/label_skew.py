@@ -145,11 +145,10 @@ for r, table in remedies.items():
 # %%
 gates3 = pd.concat([runs(configs.label_skew_gate_configs, r) for r in configs.PART3_REMEDIES],
                    ignore_index=True)
-gate3 = skew.part3_gate_table(gates3, runs(configs.label_skew_judges))
-gate3
+skew.part3_gate_table(gates3, runs(configs.label_skew_judges))
 
 # %% [markdown]
-# At `long`, each remedy's final-round accuracy beside Partially Supervised's and SemiFL's fixed rule's at the same partition (the `long` Table 1 runs), with its verdicts by the package's rule; the cells asked for are those the gate above sends to `long` (the fewer-steps remedies at Non-IID K=2 whatever their gate, every remedy that passed at Non-IID K=2 and Dir(0.1)); a cell whose runs are not in yet has no row.
+# At `long`, each remedy's final-round accuracy beside Partially Supervised's and SemiFL's fixed rule's at the same partition (the `long` Table 1 runs), with its verdicts by the package's rule; the cells asked for are those the gate above, judged on seeds 0-2 whatever seeds this render uses, sends to `long` (the fewer-steps remedies at Non-IID K=2 whatever their gate, every remedy that passed at Non-IID K=2 and Dir(0.1)); a cell whose runs are not in yet has no row.
 
 # %% tags=["nbval-check-output"]
 long_profile = configs.longer_profile(profile)
@@ -159,8 +158,9 @@ def long_runs(build, *args):
     return report.run_all(build(long_profile, ds, n, *args), seed_list, results_dir, device)
 
 
-part3_long = pd.concat([long_runs(configs.label_skew_long_configs, r, parts)
-                        for r, parts in skew.part3_long_plan(gate3)], ignore_index=True)
+plan = skew.part3_long_plan(skew.committed_part3_gate(profile, ds, n, results_dir))   # the gate on seeds 0-2
+part3_long = pd.concat([long_runs(configs.label_skew_long_configs, r, parts) for r, parts in plan],
+                       ignore_index=True)
 part3 = skew.part3_long_table(part3_long,
                               long_runs(configs.label_skew_judges, configs.PART3_LONG_PARTITIONS))
 part3
