@@ -193,14 +193,18 @@ def part3_long_plan(gate: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
 
 def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
     """part3_gate_table on the committed runs, seeds 0-2 (what the campaign plans its `long` runs from): a remedy's
-    gate reads 'not run' until its three gate runs are in."""
+    gate reads 'not run' until its three gate runs are in. Quiet: in a notebook its store lines would count the gate's
+    runs a second time in the README's run count."""
+    import contextlib
+    import io
     import os
     saved = os.environ.get("SEMIFL_NO_TRAIN")
     os.environ["SEMIFL_NO_TRAIN"] = "1"   # read what is committed, train nothing
     try:
-        gates = pd.concat([run_all(configs.label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
-                           for r in PART3_REMEDIES], ignore_index=True)
-        judges = run_all(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir)
+        with contextlib.redirect_stdout(io.StringIO()):
+            gates = pd.concat([run_all(configs.label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
+                               for r in PART3_REMEDIES], ignore_index=True)
+            judges = run_all(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir)
     finally:
         if saved is None:
             os.environ.pop("SEMIFL_NO_TRAIN")
