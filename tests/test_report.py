@@ -85,6 +85,13 @@ def test_without_training_missing_runs_are_left_out_and_named(tmp_path, monkeypa
     assert "3 of 4 runs are not in" in out and "missing (seed 1)" in out and "done (seed 1)" in out
     empty = report.run_all({"missing": cfg.replace(local_epochs=2.0)}, [0], tmp_path, device="cpu")
     assert empty.empty and list(empty.columns) == report.COLUMNS
+    # the store-only reader: the same table, and not a line printed (a plan read from the store)
+    capsys.readouterr()
+    quiet = report.stored_runs({"done": cfg, "missing": cfg.replace(local_epochs=2.0)}, [0, 1], tmp_path)
+    assert capsys.readouterr().out == ""
+    pd.testing.assert_frame_equal(quiet, df)
+    assert report.stored_runs({"missing": cfg.replace(local_epochs=2.0)}, [0], tmp_path).columns.tolist() == \
+        report.COLUMNS
 
 
 def test_the_time_estimate_takes_the_closest_committed_rate():

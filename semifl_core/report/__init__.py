@@ -17,7 +17,7 @@ from .figures import (PSEUDO_BOUNDS, PSEUDO_UNITS, FEW_LABEL_BOUNDS, augmentatio
 from .paper import ABLATION_PARTITIONS
 from .rule import NOT_WORSE_RULE, RULE, above, at_least, every, not_worse
 from .runs import (COLUMNS, REPO, curves, describe, estimate_minutes, grid, make, minutes_per_round, notebook_setup,
-                   plain_tables, repo_path, table_html, run_all, run_pairs,
+                   plain_tables, repo_path, table_html, run_all, run_pairs, stored_runs,
                    runs_summary, say, seeds_of, shown, train_minutes)
 from .tables import (authors_details_table, best_after, cbafed_labeled_clients, cbafed_paper_only, cbafed_code_table, cbafed_probe_table, cbafed_probes, cbafed_table, figure2_table, table1_paper_only, class_table, cost_table, horizon_points, horizon_table, long_winners_table, feddure_length_table, feddure_table, few_label_noniid_table, few_label_table, fsl_plateau, gap_table, mean_std, ns_rule,
                      left_out, profile_differences, rounds_rule, scale_table, split_table, stage_table, suspects_table, table1,

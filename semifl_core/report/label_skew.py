@@ -19,7 +19,7 @@ from .configs import (FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_
                       REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
 from .rule import above, at_least
-from .runs import curves, run_all
+from .runs import curves, run_all, stored_runs
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
 # measure -> (display name, scale): shares are shown in percent. A client's classes are "its classes" (those it holds:
@@ -193,24 +193,11 @@ def part3_long_plan(gate: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
 
 def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
     """part3_gate_table on the committed runs, seeds 0-2 (what the campaign plans its `long` runs from): a remedy's
-    gate reads 'not run' until its three gate runs are in. Quiet: in a notebook its store lines would count the gate's
-    runs a second time in the README's run count."""
-    import contextlib
-    import io
-    import os
-    saved = os.environ.get("SEMIFL_NO_TRAIN")
-    os.environ["SEMIFL_NO_TRAIN"] = "1"   # read what is committed, train nothing
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            gates = pd.concat([run_all(configs.label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
-                               for r in PART3_REMEDIES], ignore_index=True)
-            judges = run_all(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir)
-    finally:
-        if saved is None:
-            os.environ.pop("SEMIFL_NO_TRAIN")
-        else:
-            os.environ["SEMIFL_NO_TRAIN"] = saved
-    return part3_gate_table(gates, judges)
+    gate reads 'not run' until its three gate runs are in. Read with stored_runs (quiet: in a notebook run_all's store
+    lines would count the gate's runs a second time in the README's run count)."""
+    gates = pd.concat([stored_runs(configs.label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
+                       for r in PART3_REMEDIES], ignore_index=True)
+    return part3_gate_table(gates, stored_runs(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir))
 
 
 def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:

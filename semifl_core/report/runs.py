@@ -321,6 +321,22 @@ BACKENDS = ("processes", "ray")
 FROM_STORE = "Rendered from the results store only (SEMIFL_NO_TRAIN=1: nothing trains)"
 
 
+def _stored(results_dir: Path, cfg: Config) -> dict | None:
+    """cfg's run summary (with its path, reused) if the store holds it complete, else None."""
+    from ..results import open_run
+    info = open_run(results_dir, cfg)
+    return {**info.summary, "path": str(info.path), "reused": True} if info.state == "complete" else None
+
+
+def stored_runs(configs: dict, seeds, results_dir=None) -> pd.DataFrame:
+    """run_all's table of the complete runs only, read from the store: nothing trains and nothing is printed (for a
+    plan read from the committed runs, whose lines a notebook must not count as its own runs)."""
+    results_dir = repo_path("results", results_dir)
+    jobs = [(label, cfg.replace(seed=s)) for label, cfg in configs.items() for s in seeds]
+    found = [(label, cfg, _stored(results_dir, cfg)) for label, cfg in jobs]
+    return pd.DataFrame([_row(label, cfg, s) for label, cfg, s in found if s is not None], columns=COLUMNS)
+
+
 def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=None, workers=None, backend=None,
             address=None, gpus_per_run=None, runs_per_gpu=None) -> pd.DataFrame:
     """Run every {label: Config} for every seed with one progress bar: complete runs are reused, the rest train in
@@ -343,14 +359,13 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
 
     from tqdm import tqdm  # text bars: they render in committed notebooks (no widgets needed)
 
-    from ..results import open_run
     results_dir = repo_path("results", results_dir)
     jobs = [(label, cfg.replace(seed=s)) for label, cfg in configs.items() for s in seeds]
     done, todo = {}, []
     for i, (label, cfg) in enumerate(jobs):
-        info = open_run(results_dir, cfg)
-        if info.state == "complete":
-            done[i] = {**info.summary, "path": str(info.path), "reused": True}
+        summary = _stored(results_dir, cfg)
+        if summary is not None:
+            done[i] = summary
         else:
             todo.append(i)
     if todo and no_train():
