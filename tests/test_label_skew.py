@@ -7,6 +7,8 @@ import pytest
 
 from semifl_core import report
 from semifl_core.report import label_skew as skew
+from semifl_core.report.claims import claims as make_claims
+from semifl_core.report.configs import FEDVLS, ONE_EPOCH
 from semifl_core.report.rule import above
 
 
@@ -108,3 +110,35 @@ def test_the_fix_rule_is_refused_where_there_are_no_global_pseudo_labels(rule):
     with pytest.raises(ConfigError) as err:
         profile("smoke", algorithm="fedavg-fixmatch", pseudo_label_rule=rule)
     assert f"pseudo_label_rule='{rule}'" in str(err.value) and "\n" not in str(err.value)
+
+
+def _long_frames(finals: dict, psl, fixed):
+    """long and judges frames as run_all gives them: {remedy: K=2 finals per seed}, Partially Supervised's and the
+    fixed rule's K=2 finals."""
+    from semifl_core.methods import PARTIALLY_SUPERVISED, SEMIFL
+    from semifl_core.report.tables import label_of
+    rows = lambda label, vals: [{"label": label, "seed": s, "final_acc": v} for s, v in enumerate(vals)]  # noqa: E731
+    long = pd.DataFrame([r for rem, vals in finals.items()
+                         for r in rows(f"{rem} | {label_of(SEMIFL)} | {skew.SKEW_PARTITION}", vals)])
+    judges = pd.DataFrame(rows(label_of(PARTIALLY_SUPERVISED), psl)
+                          + rows(f"{label_of(SEMIFL)} | {skew.SKEW_PARTITION}", fixed))
+    return long, judges
+
+
+@pytest.mark.parametrize("finals, over_psl, over_fixed, final", [
+    # the committed pattern: FedVLS held above the fixed rule only; all n=3
+    ({ONE_EPOCH: [75.0, 71.3, 74.4], FEDVLS: [73.2, 73.1, 73.7]}, [], [FEDVLS], True),
+    # a remedy far above both, another with two seeds (not final)
+    ({ONE_EPOCH: [80.0, 80.2, 80.1], FEDVLS: [73.2, 73.1]}, [ONE_EPOCH], [ONE_EPOCH], False),
+])
+def test_the_advice_names_exactly_the_remedies_held_at_long(finals, over_psl, over_fixed, final):
+    table = skew.part3_long_table(*_long_frames(finals, psl=[71.4, 68.0, 73.6], fixed=[70.0, 71.3, 73.2]))
+    text = str(skew.advice(make_claims(skew.part3_long_claims(table))))
+    lead, _, listed = text.partition(" The `long` claims, final round: ")
+    assert ("held above Partially Supervised." in lead) == bool(over_psl)
+    assert all(f"SemiFL with {r}" in lead for r in over_psl + over_fixed)
+    assert ("Against SemiFL's fixed rule, SemiFL with " in lead) == bool(over_fixed)
+    named = {r for r in finals if f"SemiFL with {r}" in lead or f"with {r} or" in lead}
+    assert named == set(over_psl + over_fixed)
+    assert ("not final" in text) != final and ("so far" in lead) == (not final and not over_psl)
+    assert listed.count(": held (") + listed.count(": within noise (") + listed.count(": not held (") == 2 * len(finals)
