@@ -183,6 +183,13 @@ def label_skew_long() -> list[tuple[str, Config]]:
     return out + [(f"label skew: {semifl} (seed {s})", r800[semifl].replace(seed=s)) for s in (1, 2)]
 
 
+def seed_plan() -> list[tuple[str, Config]]:
+    """The seeds the verdict plan asks for (report.seed_plan, docs/verdicts.md "The seed plan": written from seeds
+    0-2 before these runs), the claim decided for the fewest new CPU hours first, each claim's arms seed by seed."""
+    from .report.seed_plan import plan
+    return plan()[1]
+
+
 def cbafed() -> list[tuple[str, Config]]:
     """CBAFed's Table 1 at the small profile, seed by seed (every row of seed 0, then of seed 1, ...), so
     that each finished seed completes a column of verdicts."""
@@ -212,7 +219,7 @@ QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid"
           "label_skew_fedrs": label_skew_fedrs, "label_skew_ntd_gate": label_skew_ntd_gate,
           "label_skew_ntd": label_skew_ntd, "label_skew_vls_gate": label_skew_vls_gate, "label_skew_vls": label_skew_vls,
           "cbafed_code": cbafed_code, "label_skew_part3_gate": label_skew_part3_gate,
-          "label_skew_part3_long": label_skew_part3_long, "precision_bf16": precision_bf16}
+          "label_skew_part3_long": label_skew_part3_long, "precision_bf16": precision_bf16, "seed_plan": seed_plan}
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:

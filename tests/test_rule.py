@@ -77,3 +77,22 @@ def test_seeds_to_decide_the_planning_rule():
     t = stats.t.ppf(1 - 0.05 / 6 / 2, n - 1) * d.std(ddof=1) / np.sqrt(n)
     t_before = stats.t.ppf(1 - 0.05 / 6 / 2, n - 2) * d.std(ddof=1) / np.sqrt(n - 1)
     assert t < abs(d.mean()) <= t_before
+
+
+def test_the_seed_plan_is_the_one_docs_verdicts_shows_and_its_queue_keeps_its_rules():
+    from pathlib import Path
+
+    from semifl_core.report import seed_plan
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "verdicts.md").read_text()
+    assert seed_plan.table() in doc, "docs/verdicts.md's plan is not what python -m semifl_core.report.seed_plan prints"
+    cs, order = seed_plan.plan()
+    assert sum(1 for _, r in order if r.federated and r.rounds >= 300) <= seed_plan.LONG_BUDGET
+    keys = [r.key() for _, r in order]
+    assert len(keys) == len(set(keys)) and all(r.seed >= 3 for _, r in order)
+    for c in cs:   # every arm of a queued claim at the same seeds, 3 to its planned n - 1
+        if c.runs and not getattr(c, "over_budget", False):
+            for arm in (c.a, c.b):
+                assert {r.seed for _, r in order if r.key() in {arm.replace(seed=s).key() for s in range(10)}} \
+                    >= set(range(3, c.seeds))
+        if c.seeds is not None:
+            assert c.seeds <= seed_plan.CAP[c.length]

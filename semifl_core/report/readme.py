@@ -95,14 +95,16 @@ def cell(values, unit: str = "") -> str:
 
 
 def headline_rows(results_dir=None) -> list[dict]:
-    """The headline's rows: {study, R, partition, method, a, psl, fsl} with per-seed final accuracies of the row's
-    method (a), of Partially Supervised with the same rounds (psl) and of Fully Supervised (fsl). study: `small` or
+    """The headline's rows: {study, R, partition, method, a, psl, fsl, cfg_a, cfg_psl} with per-seed final accuracies
+    of the row's method (a), of Partially Supervised with the same rounds (psl) and of Fully Supervised (fsl), and the
+    configs of the first two. study: `small` or
     `long` (Table 1 there), "training length" (SemiFL's other horizons) or "few labels" (the winners)."""
     ds, n = PROFILE_GRID["small"][0]
     semifl, psl_label, fsl_label = (C.label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))
     acc = lambda cfg: final_accs(cfg, results_dir)  # noqa: E731
     row = lambda study, cfg, part, method, a, psl: dict(  # noqa: E731
-        study=study, R=cfg.rounds, partition=part, method=method, a=acc(a), psl=acc(psl), fsl=acc(fsl_cfg))
+        study=study, R=cfg.rounds, partition=part, method=method, a=acc(a), psl=acc(psl), fsl=acc(fsl_cfg),
+        cfg_a=a, cfg_psl=psl)
     rows = []
     long_name = C.longer_profile("small")
     for prof in ("small", long_name):
