@@ -25,7 +25,7 @@
 #
 # Beside them, **(FL)²** itself as a method (`semifl_core/methods/fl2.py`): its client-adaptive pseudo-labels, sharpness-aware consistency on the high-confidence images (SAM, rho 0.1), learning-status-aware averaging, no mixup, client batch 32 (its Table 4); everything else SemiFL's.
 #
-# Setting: the `small` profile (Fashion-MNIST, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), IID, at N_S=40 (4 labels a class, where the fixed rule collapses) and N_S=100 (the profile's), seeds 0-2. The rules and this measurement were fixed before any rule was run; the verdict follows the package's rule: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise. Accuracies are the final round's test accuracy, mean (population std) n=seeds; gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed. No paper reports these rules inside SemiFL: every number here is ours, and beyond the paper.
+# Setting: the `small` profile (Fashion-MNIST, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), IID, at N_S=40 (4 labels a class, where the fixed rule collapses) and N_S=100 (the profile's), seeds 0-2. The rules and this measurement were fixed before any rule was run; the verdict follows the package's rule: a claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero. Accuracies are the final round's test accuracy, mean (population std) n=seeds; gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed. No paper reports these rules inside SemiFL: every number here is ours, and beyond the paper.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -143,7 +143,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is judged on the difference A - B with a 95 % interval: paired by seed (Student's t on the per-seed differences) where the two arms share each seed's labeled set, Welch's interval where they do not, a one-sample interval against a fixed number. It is *held* when the interval lies above zero, *not held* when it lies below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. Each row shows the difference with its interval, n and the test, and the verdict of the separation rule this one replaced (docs/verdicts.md says why).
 
 # %% tags=["nbval-check-output"]
 claims

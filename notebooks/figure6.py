@@ -78,7 +78,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is judged on the difference A - B with a 95 % interval: paired by seed (Student's t on the per-seed differences) where the two arms share each seed's labeled set, Welch's interval where they do not, a one-sample interval against a fixed number. It is *held* when the interval lies above zero, *not held* when it lies below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. Each row shows the difference with its interval, n and the test, and the verdict of the separation rule this one replaced (docs/verdicts.md says why).
 
 # %% tags=["nbval-check-output"]
 claims

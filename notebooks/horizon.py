@@ -18,7 +18,7 @@
 #
 # The paper trains T=800 rounds; the `small` profile trains 30, so a client is active about 3 times a run (the paper: about 80) and its share of confidently pseudo-labeled images barely grows before the cosine schedule ends. This notebook trains SemiFL and Partially Supervised at the `small` profile with R in {30, 100, 300} rounds (seeds 0-2) and R=800 (the paper's T; seeds 0-2, trained across sessions: about 2.5 CPU hours a SemiFL run), everything else at the profile: the cosine schedule always spans the run's R, and Partially Supervised always gets SemiFL's server budget (R x 5 epochs). R >= 100 is evaluated every 10 rounds; R=300 is the `long` profile. Centralized FixMatch (one model, the labels plus every client image pooled, SemiFL's clients' step budget: `semifl_core/methods/fixmatch.py`) at R=30 and 300 tells whether a missing effect is federation's fault or the budget's.
 #
-# Fixed before any of these runs: the profiles, the R values, and the rule. Gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed (Fully Supervised: 10 epochs, the profile's sizing), at the final round and as the mean over the evaluated rounds in the last 10 % of the run (rounds >= 0.9 R). A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, within noise otherwise; a claim with one seed reads *one seed: no verdict*. The paper's 87 % (CIFAR-10, N_S=250, IID, WResNet-28-2, 800 rounds) is drawn beside ours as theirs.
+# Fixed before any of these runs: the profiles, the R values, and the rule. Gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed (Fully Supervised: 10 epochs, the profile's sizing), at the final round and as the mean over the evaluated rounds in the last 10 % of the run (rounds >= 0.9 R). A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict. The paper's 87 % (CIFAR-10, N_S=250, IID, WResNet-28-2, 800 rounds) is drawn beside ours as theirs.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -103,7 +103,7 @@ report.gap_table(long_df, ds, n)
 # %% [markdown]
 # ### The few-label winners at `long`
 #
-# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (trained by `python -m semifl_core.campaign label_skew_long`: about 110 CPU minutes a client-adaptive run and 2.5 hours an (FL)² run here, trained across sessions). A row without committed runs says *not run*; a claim with one seed reads *one seed: no verdict*.
+# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (trained by `python -m semifl_core.campaign label_skew_long`: about 110 CPU minutes a client-adaptive run and 2.5 hours an (FL)² run here, trained across sessions). A row without committed runs says *not run*; a claim with fewer than three seeds gives no verdict.
 #
 
 # %%
@@ -128,7 +128,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is judged on the difference A - B with a 95 % interval: paired by seed (Student's t on the per-seed differences) where the two arms share each seed's labeled set, Welch's interval where they do not, a one-sample interval against a fixed number. It is *held* when the interval lies above zero, *not held* when it lies below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. Each row shows the difference with its interval, n and the test, and the verdict of the separation rule this one replaced (docs/verdicts.md says why).
 
 # %% tags=["nbval-check-output"]
 claims

@@ -21,7 +21,7 @@
 # - **The mechanism**: instrumented runs (`diagnostics=True`, which trains exactly as the plain run) of SemiFL with the fixed rule (Eq. 3, tau = 0.95) and with the client-adaptive rule, and of (FL)², under Non-IID K=2. On every round and for every active client: the threshold the rule gives each class (for client-adaptive, tau_c = t * l_c / max_c l_c with t the client's mean top probability and l_c its mean probability of class c), how many of its pseudo-labels fall in the classes it does not hold (all of them wrong) and how many of those pass, and how its local update moves the global model's per-class test accuracy, for *its classes* (those it holds: at least 5 % of its fix set) and for *the other classes*.
 # - **The remedies tried**, in the order the measurements named them: the *global-adaptive* rule, FreeMatch's self-adaptive threshold (Wang et al., ICLR 2023) computed over the round's active clients together, so that a class one client does not hold is not given a threshold near zero; FedRS's restricted softmax (Li and Zhan, KDD 2021) in SemiFL's client loss, which scales the logits of the other classes by alpha = 0.5 so that a client's update pushes their weights down less; then two distillations judged first by a gate on the mechanism (FedNTD's not-true distillation, FedVLS's vacant-class term). docs/label_skew.md lists every remedy, those after them included, with its rule.
 #
-# Setting: the `small` profile (Fashion-MNIST, N_S=100, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), seeds 0-2. **Fixed before the runs** (docs/label_skew.md): the measures, each run summarised by its mean over its rounds; each remedy, its runs and its judges (Partially Supervised, and SemiFL without it at the same partition; final-round test accuracy). The first remedy was chosen after the first instrumented run showed the mechanism, before any run of it. Verdicts by the package's rule: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise. No paper reports these measurements: every number here is ours.
+# Setting: the `small` profile (Fashion-MNIST, N_S=100, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), seeds 0-2. **Fixed before the runs** (docs/label_skew.md): the measures, each run summarised by its mean over its rounds; each remedy, its runs and its judges (Partially Supervised, and SemiFL without it at the same partition; final-round test accuracy). The first remedy was chosen after the first instrumented run showed the mechanism, before any run of it. Verdicts by the package's rule: a claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; a table comparing several remedies with one baseline is one family, Holm-corrected (its intervals widen to keep the family's error at 5 %). No paper reports these measurements: every number here is ours.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*. To train its runs: `python -m semifl_core.campaign label_skew_diagnosis label_skew_fix label_skew_fedrs`.
 
@@ -148,7 +148,7 @@ gates3 = pd.concat([runs(configs.label_skew_gate_configs, r) for r in configs.PA
 skew.part3_gate_table(gates3, runs(configs.label_skew_judges))
 
 # %% [markdown]
-# At `long`, each remedy's final-round accuracy beside Partially Supervised's and SemiFL's fixed rule's at the same partition (the `long` Table 1 runs), with its verdicts by the package's rule; the cells asked for are those the gate above, judged on seeds 0-2 whatever seeds this render uses, sends to `long` (the fewer-steps remedies at Non-IID K=2 whatever their gate, every remedy that passed at Non-IID K=2 and Dir(0.1)); a cell whose runs are not in yet has no row.
+# At `long`, each remedy's final-round accuracy beside Partially Supervised's and SemiFL's fixed rule's at the same partition (the `long` Table 1 runs), with its verdicts by the package's rule: each verdict column is one family (Holm-corrected), each claim paired by seed at the seeds the seed plan gives it (docs/verdicts.md: more than 0-2 for some Non-IID K=2 claims, which a cell's n then shows); the cells asked for are those the gate above, judged on seeds 0-2 whatever seeds this render uses, sends to `long` (the fewer-steps remedies at Non-IID K=2 whatever their gate, every remedy that passed at Non-IID K=2 and Dir(0.1)); a cell whose runs are not in yet has no row.
 
 # %% tags=["nbval-check-output"]
 long_profile = configs.longer_profile(profile)
@@ -161,8 +161,11 @@ def long_runs(build, *args):
 plan = skew.part3_long_plan(skew.committed_part3_gate(profile, ds, n, results_dir))   # the gate on seeds 0-2
 part3_long = pd.concat([long_runs(configs.label_skew_long_configs, r, parts) for r, parts in plan],
                        ignore_index=True)
-part3 = skew.part3_long_table(part3_long,
-                              long_runs(configs.label_skew_judges, configs.PART3_LONG_PARTITIONS))
+judges_long = long_runs(configs.label_skew_judges, configs.PART3_LONG_PARTITIONS)
+planned = skew.part3_planned_seeds(long_profile, ds, n)   # the seed plan's seeds per claim (docs/verdicts.md)
+more_long, more_judges = skew.planned_runs(long_profile, ds, n, plan, planned, seed_list, results_dir)
+part3 = skew.part3_long_table(pd.concat([part3_long, more_long], ignore_index=True),
+                              pd.concat([judges_long, more_judges], ignore_index=True), planned)
 part3
 
 # %% [markdown]

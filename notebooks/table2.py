@@ -18,7 +18,7 @@
 #
 # Four combinations of *fine-tune the global model with labeled data* and *generate pseudo-labels with the global model*, under Non-IID K=2 and IID. Both off is FedAvg + FixMatch (parallel averaging, per-batch pseudo-labels, no mix loss) as in the paper; both on is SemiFL (Table 1's runs, reused).
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so a claim with one seed reads 'one seed: no verdict'; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -83,7 +83,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is judged on the difference A - B with a 95 % interval: paired by seed (Student's t on the per-seed differences) where the two arms share each seed's labeled set, Welch's interval where they do not, a one-sample interval against a fixed number. It is *held* when the interval lies above zero, *not held* when it lies below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. Each row shows the difference with its interval, n and the test, and the verdict of the separation rule this one replaced (docs/verdicts.md says why).
 
 # %% tags=["nbval-check-output"]
 claims

@@ -18,7 +18,7 @@
 #
 # SemiFL with static batch-norm statistics computed from the server's labeled data only, or from the server and all clients, under Non-IID K=2 and IID.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so a claim with one seed reads 'one seed: no verdict'; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -74,7 +74,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# The paper's claim is one-sided: sBN statistics from the server only are *not worse than* from server and clients. 'A not worse than B' is *held* unless B is above A by the package's rule: *not held* when B's mean exceeds A's by more than the two seed spreads (population std over seeds) together, *held* otherwise, so a lower mean of A within the two spreads is held (not worse), not a loss. The evidence gives all - server and the two spreads together. A claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
+# The paper's claim is one-sided: sBN statistics from the server only are *not worse than* from server and clients. 'A not worse than B' is *held* unless B is above A by the package's rule: *not held* when the 95 % interval of A - B (paired by seed: both arms share the seed's labeled set) lies below zero, *held* otherwise, so a lower mean of A whose interval holds zero is held (not worse), not a loss. The evidence gives both arms; the interval column gives A - B. Fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims

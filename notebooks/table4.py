@@ -18,7 +18,7 @@
 #
 # The `paper` profile rendered for each (dataset, N_S) of the paper, beside the paper's Table 4 (and the text of Section 4 / Appendix C.1 for M, C, tau, a). Then the fields where the chosen profile differs from the paper's. Nothing is trained here.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one seed there is no spread, so a claim with one seed reads 'one seed: no verdict'; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 
 # %% [markdown]
 # ## Parameters
@@ -76,7 +76,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is *held* when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, *not held* when B's exceeds A's by that much, and *within noise* otherwise; a claim with one seed reads *one seed: no verdict*, and a claim whose runs are not in `results/` is *not run*.
+# A claim 'A above B' is judged on the difference A - B with a 95 % interval: paired by seed (Student's t on the per-seed differences) where the two arms share each seed's labeled set, Welch's interval where they do not, a one-sample interval against a fixed number. It is *held* when the interval lies above zero, *not held* when it lies below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. Each row shows the difference with its interval, n and the test, and the verdict of the separation rule this one replaced (docs/verdicts.md says why).
 
 # %% tags=["nbval-check-output"]
 claims

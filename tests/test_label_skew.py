@@ -63,7 +63,7 @@ def test_claims_follow_the_rule_and_the_takeaway_states_exactly_the_held_ones(tm
     assert table.loc["Non-IID, K=2", "fix vs client-adaptive"] == "held"
     assert table.loc["IID", "fix vs Partially Supervised"] == above([72.0, 72.1, 72.2], [70.0, 70.1, 70.2])
     claims = skew.claims(mech, table)
-    verdicts = dict(zip(claims.claim, claims.held))
+    verdicts = dict(zip(claims.claim, claims.verdict))
     assert verdicts["SemiFL, client-adaptive passes more of those wrong labels than the fixed rule (tau 0.95)"] == "held"
     assert verdicts["(FL)²: a client's threshold is lower for the classes it does not hold than for those it holds"] \
         == "not run"
@@ -88,7 +88,7 @@ def test_the_second_fix_is_judged_against_partially_supervised_and_plain_softmax
     assert table.loc["Non-IID, K=2", "FedRS vs SemiFL"] == "not held"
     assert table.loc["IID", "FedRS vs Partially Supervised"] == "held"
     assert table.loc["IID", "SemiFL + FedRS"] == "74.1 (0.1) n=3"
-    verdicts = dict(zip(*skew.claims(mech, skew.fix_table(mech.iloc[:0]), table)[["claim", "held"]].T.values))
+    verdicts = dict(zip(*skew.claims(mech, skew.fix_table(mech.iloc[:0]), table)[["claim", "verdict"]].T.values))
     assert verdicts["SemiFL + FedRS: a client's update lowers the classes it does not hold less than the fixed rule's "
                     "with plain softmax"] == "held"
     assert verdicts["Non-IID, K=2: SemiFL + FedRS beats SemiFL (fixed rule, plain softmax)"] == "not held"
@@ -100,7 +100,7 @@ def test_an_empty_store_gives_not_run_everywhere(tmp_path):
     table = skew.fix_table(empty)
     assert (table[["Partially Supervised", "global-adaptive (the fix)"]] == "not run").all().all()
     claims = skew.claims(empty, table)
-    assert set(claims.held) == {"not run"} and skew.mechanism_table(empty).empty
+    assert set(claims.verdict) == {"not run"} and skew.mechanism_table(empty).empty
     assert "*Held:*" not in report.takeaway(claims)
 
 
@@ -126,9 +126,9 @@ def _long_frames(finals: dict, psl, fixed):
 
 
 @pytest.mark.parametrize("finals, over_psl, over_fixed, final", [
-    # the committed pattern: FedVLS held above the fixed rule only; all n=3
-    ({ONE_EPOCH: [75.0, 71.3, 74.4], FEDVLS: [73.2, 73.1, 73.7]}, [], [FEDVLS], True),
-    # a remedy far above both, another with two seeds (not final)
+    # FedVLS held above the fixed rule only (3.0, 3.1, 2.9 points over it, seed by seed); all n=3
+    ({ONE_EPOCH: [75.0, 71.3, 74.4], FEDVLS: [73.0, 74.4, 76.1]}, [], [FEDVLS], True),
+    # a remedy far above both, another with two seeds (no verdict: not final)
     ({ONE_EPOCH: [80.0, 80.2, 80.1], FEDVLS: [73.2, 73.1]}, [ONE_EPOCH], [ONE_EPOCH], False),
 ])
 def test_the_advice_names_exactly_the_remedies_held_at_long(finals, over_psl, over_fixed, final):
@@ -141,4 +141,4 @@ def test_the_advice_names_exactly_the_remedies_held_at_long(finals, over_psl, ov
     named = {r for r in finals if f"SemiFL with {r}" in lead or f"with {r} or" in lead}
     assert named == set(over_psl + over_fixed)
     assert ("not final" in text) != final and ("so far" in lead) == (not final and not over_psl)
-    assert listed.count(": held (") + listed.count(": within noise (") + listed.count(": not held (") == 2 * len(finals)
+    assert listed.count(" (difference ") == 2 * len(finals)     # every K=2 `long` claim, with its interval

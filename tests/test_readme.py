@@ -41,8 +41,8 @@ def _full_row(text: str, study: str, partition: str, method: str = "SemiFL") -> 
 
 def test_a_headline_number_is_the_mean_of_the_runs_summaries(tmp_path):
     """A store holding two of the three seeds of SemiFL at `small` under IID: its cell is their summaries' mean
-    (population std) with n=2, the gap closed is computed seed by seed, the verdict is RULE's, and every row whose runs
-    are missing says 'not run'."""
+    (population std) with n=2, the gap closed is computed seed by seed, the verdict is RULE's (no verdict, naming the
+    seeds: the paired claim's arms hold different seeds), and every row whose runs are missing says 'not run'."""
     cfgs = C.table1_configs("small", "fashionmnist", 100)
     semi, psl, fsl = (cfgs[k] for k in ("SemiFL | iid", C.label_of(PARTIALLY_SUPERVISED),
                                         C.label_of(FULLY_SUPERVISED)))
@@ -57,14 +57,16 @@ def test_a_headline_number_is_the_mean_of_the_runs_summaries(tmp_path):
     text, full = readme.headline(tmp_path), readme.headline_full(tmp_path)
     a = np.array(list(final["a"].values()))
     mean = f"{a.mean():.1f} ({a.std():.1f}) n=2"
-    verdict = above(a, list(final["psl"].values()))
+    verdict = above(final["a"], final["psl"], "SemiFL above Partially Supervised, R=30")
+    assert verdict.startswith("no verdict:") and "A: 0, 2; B: 0, 1, 2" in verdict   # paired: one arm lacks seed 1
     row = _headline_row(text, "30", "IID")
-    assert len(row) == 6 and row[3] == mean and row[5] == verdict   # README: six short columns
+    assert len(row) == 7 and row[3] == mean and row[5] == verdict   # README: seven short columns
     full_row = _full_row(full, "`small`", "IID")
     assert full_row[4] == mean and full_row[6] == verdict
     closed = [100 * (final["a"][s] - final["psl"][s]) / (final["fsl"][s] - final["psl"][s]) for s in (0, 2)]
-    assert full_row[7] == f"{np.mean(closed):.1f} ({np.std(closed):.1f}) % n=2"   # the unit before n
-    assert full_row[8] == "88.2" and full_row[9] == "87 %"   # theirs: the paper's CIFAR-10 N_S=250 IID column
+    assert full_row[8] == verdict.separation == "within noise"    # the rule before, one more release
+    assert full_row[9] == f"{np.mean(closed):.1f} ({np.std(closed):.1f}) % n=2"   # the unit before n
+    assert full_row[10] == "88.2" and full_row[11] == "87 %"   # theirs: the paper's CIFAR-10 N_S=250 IID column
     assert _headline_row(text, "30", "Non-IID, K=2")[3] == "not run"
     assert _full_row(full, "`long`", "IID")[4:7] == ["not run", "not run", "not run"]
     assert "few labels" not in full   # the winners are picked only once all their IID runs are in
@@ -81,16 +83,16 @@ def test_the_first_screen_shows_three_verdicts_read_from_the_headline():
     begin, end = readme.FINDING
     first = text[text.index(begin):text.index(end)]
     assert text.index(end) < text.index("make demo")
-    bullets = re.findall(r"^- (\d+) rounds, ([^:]+): SemiFL (.+?), Partially Supervised (.+?): \*\*(.+)\*\*$", first,
-                         re.M)
+    bullets = re.findall(r"^- (\d+) rounds, ([^:]+): SemiFL (.+?), Partially Supervised (.+?): \*\*(.+)\*\* "
+                         r"\(difference (.+)\)$", first, re.M)
     assert len(bullets) == 3
-    for rounds, partition, a, psl, verdict in bullets:
+    for rounds, partition, a, psl, verdict, interval in bullets:
         assert verdict in ("held", "not held", "within noise")
-        assert _headline_row(text, rounds, partition)[3:] == [a, psl, verdict]
+        assert _headline_row(text, rounds, partition)[3:] == [a, psl, verdict, interval]
 
 
 def test_readme_code_lines_and_headline_are_narrow():
-    """No code line of the README is cut off by its box (under 90 characters) and the headline table has at most six
+    """No code line of the README is cut off by its box (under 90 characters) and the headline table has at most seven
     columns (the rest are in docs/results.md)."""
     text = (REPO / "README.md").read_text()
     for block in re.findall(r"```[a-z]*\n(.*?)```", text, re.S):
@@ -98,7 +100,7 @@ def test_readme_code_lines_and_headline_are_narrow():
             assert len(line) < 90, f"README code line of {len(line)} characters: {line}"
     begin, end = readme.HEADLINE
     header = next(line for line in text[text.index(begin):text.index(end)].splitlines() if line.startswith("| "))
-    assert header.count("|") - 1 <= 6
+    assert header.count("|") - 1 <= 7
 
 
 def test_the_cpu_wheels_make_installs_are_the_packages_torch_pins():

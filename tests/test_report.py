@@ -21,18 +21,36 @@ from semifl_core.methods import METHODS, SEMIFL
     ([80], [70, 71], "one seed: no verdict"),
     ([], [70, 71], "not run"),
 ])
-def test_above_compares_the_gap_with_both_seed_spreads(a, b, want):
-    assert report.above(a, b) == want
+def test_the_separation_rule_compares_the_gap_with_both_seed_spreads(a, b, want):
+    assert report.separation(a, b) == want
+
+
+@pytest.mark.parametrize("a, b, want", [
+    ([80, 81, 82], [70, 71, 72], "held"),            # Welch: 10 apart, interval about +/- 2.3
+    ([70, 71, 72], [80, 81, 82], "not held"),
+    ([80, 82, 84], [79, 80, 81], "within noise"),    # 2 apart, interval about +/- 5.6
+    ([80, 82, 84], [76, 77, 78], "held"),            # 5 apart, interval about +/- 4.2
+    ([80, 81], [70, 71], "fewer than three seeds: no verdict"),
+    ([], [70, 71], "not run"),
+])
+def test_above_without_seeds_is_welch_and_carries_the_separation_verdict(a, b, want):
+    v = report.above(a, b)
+    assert v == want and v.separation == report.separation(a, b)
+    assert (v.judged.test == "Welch t") == (want in ("held", "not held", "within noise"))
 
 
 def test_at_least_and_every():
-    assert report.at_least([0.6, 0.7, 0.8], 0.5) == "held"          # mean 0.7, std 0.08
-    assert report.at_least([0.2, 0.3, 0.4], 0.5) == "not held"
+    assert report.at_least([0.6, 0.65, 0.7], 0.5) == "held"         # one-sample t: +0.15 [+0.03, +0.27]
+    assert report.at_least([0.3, 0.35, 0.4], 0.5) == "not held"
     assert report.at_least([0.3, 0.5, 0.7], 0.5) == "within noise"
     assert report.every(["held", "held"]) == "held"
     assert report.every(["held", "not held", "not run"]) == "not held"
     assert report.every(["held", "not run"]) == "not all run"
     assert report.every(["held", "within noise"]) == "within noise"
+    # the combined verdict shows the deciding case's interval: the weakest of the held ones
+    strong, weak = report.above([80, 81, 82], [70, 71, 72]), report.above([80, 82, 84], [76, 77, 78])
+    both = report.every([strong, weak])
+    assert both == "held" and both.judged.low == weak.judged.low and "weakest of 2 cases" in both.interval()
 
 
 def test_mean_std_says_not_run_for_no_values_and_na_for_undefined():
@@ -130,10 +148,10 @@ def test_feddure_length_table_and_claims_read_each_length_from_its_own_runs():
     assert t.loc["FedDure (paper)", "F-reg steps per client, 200 rounds"] == "50"
     assert t.loc["FedAvg* (labeled only)", "F-reg steps per client, 200 rounds"] == "-"
     claims = report.feddure_claims(short, long=long).set_index("claim")
-    assert claims.loc["FedDure beats FedAvg* under (DIR, DIR) at 200 rounds (4x the profile's)", "held"] == "held"
-    assert claims.loc["(ours) FedAvg* (labeled only) under (DIR, DIR): 200 rounds above 50 rounds", "held"] == "held"
+    assert claims.loc["FedDure beats FedAvg* under (DIR, DIR) at 200 rounds (4x the profile's)", "verdict"] == "held"
+    assert claims.loc["(ours) FedAvg* (labeled only) under (DIR, DIR): 200 rounds above 50 rounds", "verdict"] == "held"
     none = report.feddure_claims(short, long=long.iloc[:0]).set_index("claim")
-    assert (none.loc[none.index.str.contains("200 rounds"), "held"] == "not run").all()
+    assert (none.loc[none.index.str.contains("200 rounds"), "verdict"] == "not run").all()
 
 
 def test_feddure_released_table_takes_each_seeds_last_round_and_leaves_out_rows_with_no_run():
@@ -177,10 +195,10 @@ def test_paper_numbers_are_keyed_by_method_name():
 
 
 def test_report_modules_import_in_one_direction():
-    """runs -> configs -> tables / figures -> claims -> readme and a study's own module (label_skew) (paper and rule
-    below all, and notebook_files, which imports none of them): no module imports one above it."""
-    layer = {"paper": 0, "rule": 0, "notebook_files": 0, "runs": 1, "configs": 2, "tables": 3, "figures": 4,
-             "claims": 4, "readme": 5,
+    """runs -> configs -> seed_plan / tables / figures -> claims -> readme and a study's own module (label_skew) (paper
+    and rule below all, and notebook_files, which imports none of them): no module imports one above it."""
+    layer = {"paper": 0, "rule": 0, "notebook_files": 0, "runs": 1, "configs": 2, "seed_plan": 3, "tables": 3,
+             "figures": 4, "claims": 4, "readme": 5,
              "label_skew": 5}
     folder = Path(report.__file__).parent
     assert sorted(p.stem for p in folder.glob("*.py")) == sorted(["__init__", *layer])
@@ -229,7 +247,7 @@ def test_the_long_profile_claims_judge_each_partition_by_its_final_round():
     add(SEMIFL, "non-iid-l-2", [60, 61, 62], 95)    # below
     add(SEMIFL, "dir-0.3", [71, 72, 73], 95)        # 1 point above, inside the two spreads
     no_horizons = pd.DataFrame(columns=["R", "seed", "method", "final_acc", "path"])
-    c = report.horizon_claims(no_horizons, (), pd.DataFrame(rows), ("fashionmnist", 100)).set_index("claim").held
+    c = report.horizon_claims(no_horizons, (), pd.DataFrame(rows), ("fashionmnist", 100)).set_index("claim").verdict
     assert c.to_dict() == {"[long, IID] SemiFL beats Partially Supervised": "held",
                            "[long, Non-IID, K=2] SemiFL beats Partially Supervised": "not held",
                            "[long, Non-IID, Dir(0.3)] SemiFL beats Partially Supervised": "within noise",
@@ -252,7 +270,7 @@ def test_table2_shows_each_variants_final_round_beside_its_best_and_judges_the_d
     assert t.loc[ft_only, "Non-IID, K=2: best round"] == "71.0 (0.8) n=3"
     assert t.loc[ft_only, "Non-IID, K=2: final round"] == "11.0 (0.8) n=3"
     assert t.loc[ft_only, "IID: final round"] == "70.0 (0.8) n=3"
-    c = report.table2_claims(df, [("fashionmnist", 100)]).set_index("claim").held
+    c = report.table2_claims(df, [("fashionmnist", 100)]).set_index("claim").verdict
     assert c[f"Non-IID, K=2: {ft_only} ends below its best round (final round under best)"] == "held"
     assert c[f"IID: {ft_only} ends below its best round (final round under best)"] == "within noise"
 

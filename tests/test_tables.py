@@ -104,7 +104,7 @@ def test_long_winners_table_compares_each_winner_with_its_own_partition():
     assert k2["SemiFL (fixed rule), same partition"] == "60.3 (0.5) n=3"      # its own partition's SemiFL
     no_horizons = pd.DataFrame(columns=["R", "seed", "method", "final_acc", "path"])
     c = report.horizon_claims(no_horizons, (), winners=report.long_winners_table(winners, cfgs, long_df))
-    c = c.set_index("claim").held                                          # the claims read the table's verdicts
+    c = c.set_index("claim").verdict                                          # the claims read the table's verdicts
     assert c["[long, IID] SemiFL, client-adaptive beats Partially Supervised"] == "held"
     assert c["[long, Non-IID, K=2] (FL)² beats Partially Supervised"] == "not run" and len(c) == len(cfgs)
 
@@ -149,12 +149,12 @@ def test_gap_closed_is_a_percentage_everywhere():
     iid = pts.query("dataset == 'CIFAR-10' and num_supervised == 250 and partition == 'iid'").closed.iloc[0]
     assert 80 < iid < 100                                   # the paper's 87 %, not 0.87
     assert report.tables.GAP_FINAL.startswith("gap closed (%)") and report.tables.GAP_LATE.startswith("gap closed (%)")
-    rows = [dict(label=f"N_S=100 | {label_of(m)}", seed=s, final_acc=a) for s in range(2)
+    rows = [dict(label=f"N_S=100 | {label_of(m)}", seed=s, final_acc=a) for s in range(3)
             for m, a in ((SEMIFL, 85.0), (PARTIALLY_SUPERVISED, 70.0), (FULLY_SUPERVISED, 90.0))]
     t = report.tables.scale_table(pd.DataFrame(rows))
-    assert t["gap closed (%)"].iloc[0] == "75.0 (0.0) n=2" and list(t["_closed"].iloc[0]) == [75.0, 75.0]
+    assert t["gap closed (%)"].iloc[0] == "75.0 (0.0) n=3" and list(t["_closed"].iloc[0]) == [75.0] * 3
     claims = report.scale_claims(t.assign(point="N_S=100"), report.profile("small", "fashionmnist"))
-    assert claims.held.iloc[1] == "held"                    # 75 % is above half of the gap (50, in percent)
+    assert claims.verdict.iloc[1] == "held"                    # 75 % is above half of the gap (50, in percent)
 
 
 def test_one_table_style_text_left_numbers_right_display_names_one_line():

@@ -15,7 +15,8 @@ from .configs import (authors_details_configs, cbafed_code_configs, check_method
 from .figures import (PSEUDO_BOUNDS, PSEUDO_UNITS, FEW_LABEL_BOUNDS, augmentation_grid, cbafed_figure, few_label_curves, horizon_figure, lineplot_grid, pseudo_label_curves, save_figure, scale_figure,
                       stage_curves, with_baselines)
 from .paper import ABLATION_PARTITIONS
-from .rule import NOT_WORSE_RULE, RULE, above, at_least, every, not_worse
+from .rule import (NOT_WORSE_RULE, RULE, SEPARATION_RULE, Seeded, Verdict, above, at_least, bootstrap_at_least, every,
+                   family, flip, not_worse, paired, separation, welch)
 from .runs import (COLUMNS, REPO, curves, describe, estimate_minutes, grid, make, minutes_per_round, notebook_setup,
                    plain_tables, repo_path, table_html, run_all, run_pairs, stored_runs,
                    runs_summary, say, seeds_of, shown, train_minutes)

@@ -12,16 +12,27 @@ from . import paper
 from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
-from .rule import above, at_least, every, not_worse
+from .rule import Verdict, above, at_least, every, flip, not_worse
 from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, feddure_values, mean_std, paper_table4, profile_table4,
                      same_value, seed_values, select, split_table, stage_change, stage_halves, stage_table, suspects_table)
 
 
+INTERVAL = "difference [95 % interval], n, test"
+SEPARATION = "separation rule (before)"
+CLAIM_COLUMNS = ["claim", "verdict", INTERVAL, SEPARATION, "evidence"]
+
+
 def claims(items: list) -> pd.DataFrame:
-    """items: (claim, verdict, evidence); a verdict is a RULE string, or a bool for exact claims (held / not held)."""
-    rows = [{"claim": c, "held": ("held" if h else "not held") if isinstance(h, (bool, np.bool_)) else h, "evidence": e}
-            for c, h, e in items]
-    return pd.DataFrame(rows, columns=["claim", "held", "evidence"])
+    """items: (claim, verdict, evidence); a verdict is a rule.Verdict (its interval and the separation rule's verdict
+    fill their columns), another RULE string, or a bool for exact claims (held / not held: no interval)."""
+    rows = []
+    for c, h, e in items:
+        if isinstance(h, (bool, np.bool_)):
+            h = "held" if h else "not held"
+        judged = isinstance(h, Verdict)
+        rows.append({"claim": c, "verdict": str(h), INTERVAL: h.interval() if judged else "exact" if h in (
+            "held", "not held") else "-", SEPARATION: h.separation if judged else "-", "evidence": e})
+    return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
 class Takeaway(str):
@@ -33,8 +44,8 @@ class Takeaway(str):
 
 # verdicts in the order a takeaway lists them; anything else (a finding's value) is listed under "found"
 VERDICT_ORDER = [("held", "Held"), ("not held", "Not held"), ("within noise", "Within noise"),
-                 ("one seed: no verdict", "One seed: no verdict"), ("not all run", "Not all run yet"),
-                 ("not run", "Not run yet")]
+                 ("fewer than three seeds: no verdict", "Fewer than three seeds: no verdict"),
+                 ("not all run", "Not all run yet"), ("not run", "Not run yet")]
 
 
 def takeaway(table: pd.DataFrame) -> Takeaway:
@@ -46,7 +57,7 @@ def takeaway(table: pd.DataFrame) -> Takeaway:
         name = dict(VERDICT_ORDER).get(str(v))
         groups.setdefault(name or "Found", []).append(c if name else f"{c}: **{v}**")
     order = list(dict.fromkeys([name for _, name in VERDICT_ORDER] + ["Found"]))
-    word = lambda g: "with one seed (no verdict)" if g.startswith("One seed") else g.lower()  # noqa: E731
+    word = lambda g: "with fewer than three seeds (no verdict)" if g.startswith("Fewer") else g.lower()  # noqa: E731
     counts = ", ".join(f"{len(groups[g])} {word(g)}" for g in order if g in groups and g != "Found")
     lines = [f"**Takeaway** ({len(table)} {claim}s; by the package's rule, from the table below): {counts or 'none judged'}."]
     for g in order:
@@ -443,8 +454,8 @@ def cbafed_claims(df, df_own=None, df_code=None) -> pd.DataFrame:
 
 
 def _flip(verdicts):
-    """Verdicts of 'A at least B' read as 'B above A' (held <-> not held; within noise and the rest as they are)."""
-    return [{"held": "not held", "not held": "held"}.get(v, v) for v in verdicts]
+    """Verdicts of 'A at least B' read as 'B above A' (held <-> not held, the interval negated; the rest as they are)."""
+    return [flip(v) for v in verdicts]
 
 
 def theorem1_claims(rates: pd.DataFrame, crit: pd.DataFrame, bias_rates: dict, task, n: list) -> pd.DataFrame:

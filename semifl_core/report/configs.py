@@ -6,9 +6,10 @@ import functools
 
 import pandas as pd
 
-from ..config import profile
+from ..config import PROFILE_GRID, profile
 from ..methods import (CBAFED_METHODS, FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
                        FIXMATCH, FL2, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
+from . import paper
 from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS  # noqa: F401
 from .runs import make, run_all, run_pairs
 
@@ -465,6 +466,7 @@ PART3_REMEDIES = {ONE_EPOCH: dict(local_epochs=1.0), NO_GLOBAL_MOMENTUM: dict(gl
 PART3_GATE = {"skew_dacc_unheld": -14.5, "skew_dacc_held": 3.0}
 PART3_LONG_REGARDLESS = (ONE_EPOCH, NO_GLOBAL_MOMENTUM)
 PART3_LONG_PARTITIONS = (SKEW_PARTITION, "dir-0.1")
+PART3_NAMES = {SKEW_PARTITION: "Non-IID, K=2", "dir-0.1": "Dir(0.1)"}   # part 3's partitions as its tables name them
 
 
 def remedy_overrides(remedy: str) -> dict:
@@ -561,3 +563,38 @@ def cbafed_code_configs(p, dataset, rounds=None) -> dict:
     own = cbafed_own_setting_configs(p, dataset, rounds)
     return {f"{label_of(m)}, released code": own[label_of(m)].replace(cbafed_variant="code", eval_every=1)
             for m in (CBAFED, CBAFED_LOWER)}
+
+
+def headline_configs(results_dir=None) -> list[dict]:
+    """The README headline's rows as configs: {study, R, partition, method, cfg_a, cfg_psl, cfg_fsl}, each 'method
+    (cfg_a) above Partially Supervised (cfg_psl, same rounds)'. study: `small` or `long` (Table 1 there), "training
+    length" (SemiFL's other horizons, IID) or "few labels" (the few-label study's two winners, picked by its rule from
+    the committed runs, at 30 rounds and at `long`, IID and Non-IID K=2)."""
+    from ..methods.pseudo_labels import CLIENT_ADAPTIVE
+    ds, n = PROFILE_GRID["small"][0]
+    semifl, psl, fsl = (label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))
+    small = table1_configs("small", ds, n)
+    row = lambda study, part, method, a, b: dict(study=study, R=b.rounds, partition=part, method=method,  # noqa: E731
+                                                 cfg_a=a, cfg_psl=b, cfg_fsl=small[fsl])
+    rows, long_name = [], longer_profile("small")
+    for prof in ("small", long_name):
+        cfgs = table1_configs(prof, ds, n)
+        rows += [row(f"`{prof}`", part, semifl, cfgs[f"{semifl} | {part}"], cfgs[psl]) for part in paper.PARTITIONS]
+    for r in horizons_of("small", ds):
+        if r not in {x["R"] for x in rows}:
+            cfgs = horizon_configs("small", ds, n, r)
+            rows.append(row("training length", paper.IID, semifl, cfgs[f"R={r} | {semifl}"], cfgs[f"R={r} | {psl}"]))
+    few = few_label_configs("small", ds, n)
+    winners = best_two_rules("small", ds, n, results_dir)   # the study's rule, fixed before its runs
+    noniid = few_label_noniid_configs("small", ds, n, winners) if winners else {}
+    for part, cfgs in ((paper.IID, few), (paper.NON_IID_K2, noniid)):
+        for w in winners:
+            key = w if w in few else f"{w} | {semifl}"
+            rows.append(row("few labels", part, w if w in few else f"{semifl}, {w} rule",
+                            cfgs[key if part == paper.IID else f"{key} | {part}"], few[psl]))
+    long = table1_configs(long_name, ds, n)
+    for key, cfg in long_winner_configs(long_name, ds, n).items():
+        what, part = key.split(" | ")
+        rows.append(row("few labels", part, what.replace(f", {CLIENT_ADAPTIVE}", f", {CLIENT_ADAPTIVE} rule"), cfg,
+                        long[psl]))
+    return rows

@@ -15,12 +15,13 @@ import pandas as pd
 
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
-from .claims import Takeaway, claims as make_claims
+from .claims import INTERVAL, Takeaway, claims as make_claims
 from . import configs
-from .configs import (FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
+from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
                       REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import above, at_least
+from .rule import Seeded, above, at_least, family
+from .seed_plan import planned_seeds
 from .runs import curves, run_all, stored_runs
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
@@ -155,7 +156,6 @@ def passed_gates(gates: pd.DataFrame) -> list[str]:
 
 
 # ---------------------------------------------------------------------- part 3 (docs/label_skew.md, "Part 3")
-PART3_NAMES = {SKEW_PARTITION: "Non-IID, K=2", "dir-0.1": "Dir(0.1)"}
 FINAL = "remedy's final"
 
 
@@ -202,24 +202,64 @@ def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
     return part3_gate_table(gates, stored_runs(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir))
 
 
-def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
+def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | None = None) -> pd.DataFrame:
     """Part 3's cells at `long` (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at
     `long`): per remedy and partition with runs, its final-round accuracy beside Partially Supervised's and SemiFL's
-    fixed rule's, and its verdicts against both (the package's rule)."""
+    fixed rule's, and its verdicts against both (RULE, paired by seed; each column one family, Holm-corrected).
+    planned: {(remedy, partition, "psl" or "fixed"): seeds} (part3_planned_seeds), the seeds each claim is judged
+    at (seeds 0-2 where absent); a claim whose planned seeds are not all in is judged at those in, and says so."""
     psl = _finals(judges, label_of(PARTIALLY_SUPERVISED))
-    rows = []
+    rows, counts, vs_psl, vs_fixed = [], [], [], []
     for r in PART3_REMEDIES:
         for part, name in PART3_NAMES.items():
             own = _finals(long, f"{r} | {label_of(SEMIFL)} | {part}")
             if not len(own):
                 continue
             fixed = _finals(judges, f"{label_of(SEMIFL)} | {part}")
-            rows.append({"remedy": r, "partition": name, FINAL: mean_std(own),
-                         "Partially Supervised": mean_std(psl), "SemiFL, fixed rule": mean_std(fixed),
-                         "vs Partially Supervised": above(own, psl), "vs SemiFL": above(own, fixed)})
+            pairs = {base: _at(own, other, (planned or {}).get((r, part, base), (0, 1, 2)))
+                     for base, other in (("psl", psl), ("fixed", fixed))}
+            claim = f"SemiFL + {r} above {{}} under {name} at `long`"
+            vs_psl.append(above(*pairs["psl"], claim.format("Partially Supervised")))
+            vs_fixed.append(above(*pairs["fixed"], claim.format("SemiFL's fixed rule")))
+            rows.append({"remedy": r, "partition": name, FINAL: mean_std(pairs["psl"][0].values()),
+                         "Partially Supervised": mean_std(pairs["psl"][1].values()),
+                         "SemiFL, fixed rule": mean_std(pairs["fixed"][1].values())})
+            counts.append({base: len((planned or {}).get((r, part, base), (0, 1, 2))) for base in pairs})
+    for row, k, a, b in zip(rows, counts, family(vs_psl), family(vs_fixed)):
+        a.planned, b.planned = k["psl"], k["fixed"]   # the seeds the plan gives it: its interval says how many are in
+        row.update({"vs Partially Supervised": a, "vs SemiFL": b})
     columns = ["remedy", "partition", FINAL, "Partially Supervised", "SemiFL, fixed rule",
                "vs Partially Supervised", "vs SemiFL"]
     return pd.DataFrame(rows, columns=columns).set_index(["remedy", "partition"])
+
+
+def _at(own: Seeded, other: Seeded, seeds) -> tuple[dict, dict]:
+    """own and other as {seed: value} at the planned `seeds` both hold (a campaign still running: those in)."""
+    a, b = (dict(zip(v.seeds, np.asarray(v, float).tolist())) for v in (own, other))
+    both = set(a) & set(b) & set(seeds) if len(seeds) > 3 else set(seeds) & (set(a) | set(b))
+    return {s: a[s] for s in sorted(both) if s in a}, {s: b[s] for s in sorted(both) if s in b}
+
+
+def planned_runs(p, ds, n, plan, planned: dict, seeds, results_dir=None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The store's runs at the seeds the seed plan adds (planned, from part3_planned_seeds) beyond `seeds`: (the
+    remedies' `long` runs of `plan`, the judges' runs), read quietly (stored_runs: a run the campaign has not trained
+    yet is simply absent, and the render's run count is the notebook's own seeds')."""
+    more = sorted({s for v in planned.values() for s in v} - set(seeds))
+    long = [stored_runs(configs.label_skew_long_configs(p, ds, n, r, parts), more, results_dir) for r, parts in plan]
+    judges = stored_runs(configs.label_skew_judges(p, ds, n, PART3_LONG_PARTITIONS), more, results_dir)
+    return pd.concat(long, ignore_index=True) if long else judges.iloc[:0], judges
+
+
+def part3_planned_seeds(p, ds, n) -> dict:
+    """{(remedy, partition, "psl" or "fixed"): seeds} the seed plan gives part 3's `long` claims (seed_plan)."""
+    judges = configs.label_skew_judges(p, ds, n, tuple(PART3_NAMES))
+    psl = judges[label_of(PARTIALLY_SUPERVISED)]
+    out = {}
+    for r in PART3_REMEDIES:
+        for part, cfg in zip(PART3_NAMES, configs.label_skew_long_configs(p, ds, n, r, tuple(PART3_NAMES)).values()):
+            out[(r, part, "psl")] = planned_seeds(cfg, psl)
+            out[(r, part, "fixed")] = planned_seeds(cfg, judges[f"{label_of(SEMIFL)} | {part}"])
+    return out
 
 
 def part3_claims(gates: pd.DataFrame, mech: pd.DataFrame, long_table: pd.DataFrame) -> list:
@@ -253,29 +293,32 @@ def advice(claims_table: pd.DataFrame) -> Takeaway:
 
 def _advice(claims_table: pd.DataFrame) -> str:
     rows = claims_table.reset_index() if "claim" not in claims_table else claims_table
-    claim, verdict, evidence = rows.columns[:3]
-    at_long = rows[rows[claim].str.contains("under Non-IID, K=2 at `long`", regex=False)]
+    at_long = rows[rows["claim"].str.contains("under Non-IID, K=2 at `long`", regex=False)]
     if not len(at_long):
         return ("No remedy has its `long` runs in yet, so this study has no advice beyond its measurements; the gate "
                 "table above says which remedies train at `long`.")
-    claims_ = list(zip(at_long[claim], at_long[verdict], at_long[evidence]))
-    said = "; ".join(f"{c.removeprefix('SemiFL + ')}: {v} ({e})" for c, v, e in claims_)
+    claims_ = list(zip(at_long["claim"], at_long["verdict"], at_long[INTERVAL], at_long["evidence"]))
+    said = "; ".join(f"{c.removeprefix('SemiFL + ')}: {v} (difference {i}; {e})" for c, v, i, e in claims_)
     held = lambda rival: [c.split(" beats ")[0].removeprefix("SemiFL + ")   # noqa: E731
-                          for c, v, _ in claims_ if v == "held" and f"beats {rival}" in c]
-    final = not any(re.search(r"\bn=[12]\b", e) for _, _, e in claims_)
+                          for c, v, _, _ in claims_ if v == "held" and f"beats {rival}" in c]
+    final = all(v in ("held", "not held", "within noise") and "planned" not in i for _, v, i, _ in claims_)
     over_psl, over_fixed = " or ".join(held("Partially Supervised")), " or ".join(held("SemiFL's fixed rule"))
     if over_psl:
         lead = f"Under Non-IID K=2 at 300 rounds, SemiFL with {over_psl} is held above Partially Supervised."
     else:
-        vs_psl = {v for c, v, _ in claims_ if "beats Partially Supervised" in c}
+        vs_psl = [(c, v, i) for c, v, i, _ in claims_ if "beats Partially Supervised" in c]
+        highs = [float(m.group(1)) for _, v, i in vs_psl if v == "within noise"
+                 for m in [re.search(r", ([+-][\d.]+)\]", i)] if m]
         lead = ("Under Non-IID K=2 at 300 rounds, no remedy tried here is held above Partially Supervised"
                 + ("" if final else " so far")
-                + (": the server's labels alone do as well, within the seeds' spread." if vs_psl == {"within noise"}
-                   else "."))
+                + (f": the server's labels alone do as well, within the seeds' noise, and the intervals rule out a "
+                   f"lead of more than {max(highs):+.1f} points over them" if highs and {v for _, v, _ in vs_psl}
+                   == {"within noise"} else "") + ".")
     if over_fixed:
         lead += (f" Against SemiFL's fixed rule, SemiFL with {over_fixed} holds a lead: if SemiFL is run under label "
                  "skew, that is the remedy with evidence behind it.")
-    tail = "" if final else " A claim with fewer than three seeds is not final."
+    tail = "" if final else (" A claim without a verdict, or whose planned seeds are not all in (its interval says "
+                             "how many are), is not final.")
     return f"{lead} The `long` claims, final round: {said}.{tail}"
 
 

@@ -1,13 +1,14 @@
-"""How a claim is judged from per-seed values.
+"""RULE: how a claim is judged from per-seed values, and the seeds it gets.
 
-PAIRED_RULE (the package's rule): the difference of the two arms with a 95 % interval, paired by seed where the arms
-share each seed's draws (`paired`), Welch's interval where they do not (`welch`), a one-sample interval against a
-paper's number (`versus`), Holm's correction over a family of claims that share a baseline (`holm`), and the rule that
-plans how many seeds a claim gets (`seeds_to_decide`).
+The rule (RULE): the difference of the two arms with a 95 % interval, paired by seed where the arms share each seed's
+draws (`paired`), Welch's interval where they do not (`welch`), a one-sample interval against a paper's number
+(`versus`), Holm's correction over a family of claims that share a baseline (`holm`, `family`), and the rule that
+plans how many seeds a claim gets (`seeds_to_decide`). The claims tables call `above`, `at_least`, `not_worse` and
+`every`: each returns a Verdict, the verdict's text ("held", "not held", "within noise", or why there is none) that also
+carries its interval and what the separation rule says of the same values.
 
-RULE (the separation rule, kept one more release as a named column so that a reader sees what changed): the gap
-against both seed spreads; `above`, `at_least` and `every` return its verdicts, "held", "not held" or "within noise"
-(or why there is none: "not run", one seed)."""
+SEPARATION_RULE (the rule before, kept one more release as a named column so that a reader sees what changed):
+the gap against both seed spreads (`separation`). docs/verdicts.md says why it was replaced."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
@@ -15,81 +16,28 @@ from dataclasses import dataclass, replace
 import numpy as np
 from scipy import stats
 
-
-RULE = ("A claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std "
-        "over seeds) together, not held when B's exceeds A's by that much, and within noise otherwise; with one "
-        "seed there is no spread, so a claim with one seed reads 'one seed: no verdict'; a claim whose runs are not "
-        "in the results store yet is 'not run'.")
-
-
-def differs(a, b) -> bool:
-    """RULE's test: the means differ by more than the two groups' seed spreads (population std) together."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    return abs(a.mean() - b.mean()) > a.std() + b.std()
-
-
-def above(a, b) -> str:
-    """The verdict of the claim 'a above b' (per-seed values) under RULE."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if len(a) == 0 or len(b) == 0:
-        return "not run"
-    if len(a) < 2 or len(b) < 2:
-        return "one seed: no verdict"
-    if differs(a, b):
-        return "held" if a.mean() > b.mean() else "not held"
-    return "within noise"
-
-
-NOT_WORSE_RULE = ("A one-sided claim 'A not worse than B' is held unless B is above A by the rule: it is not held "
-                  "when B's mean exceeds A's by more than the two seed spreads together, and held otherwise (A above "
-                  "B, or the two within noise: a lower mean of A within the spreads is not worse).")
-
-
-def not_worse(a, b) -> str:
-    """The verdict of the one-sided claim 'a not worse than b' (NOT_WORSE_RULE): not held when above(b, a) is held,
-    held when it is not held or within noise."""
-    v = above(b, a)
-    return {"held": "not held", "not held": "held", "within noise": "held"}.get(v, v)
-
-
-def at_least(v, x: float) -> str:
-    """RULE against a fixed number x (which has no spread): held when the mean exceeds x by more than the seeds'
-    spread, not held when it falls short by that much."""
-    v = np.asarray(v, float)
-    if len(v) == 0:
-        return "not run"
-    if len(v) < 2:
-        return "one seed: no verdict"
-    if abs(v.mean() - x) > v.std():
-        return "held" if v.mean() > x else "not held"
-    return "within noise"
-
-
-def every(verdicts) -> str:
-    """A claim made for several cases: held if held in each, not held if not held in any, else within noise."""
-    verdicts = list(verdicts)
-    if any(v == "not held" for v in verdicts):
-        return "not held"
-    if all(v == "held" for v in verdicts):
-        return "held"
-    if any(v == "not run" for v in verdicts):
-        return "not all run"
-    return "one seed: no verdict" if any(v.startswith("one seed") for v in verdicts) else "within noise"
-
-
-# ---------------------------------------------------------------------- the paired rule (intervals, by seed)
 ALPHA = 0.05      # one claim's error rate; a family of m claims shares it (Holm)
 MIN_SEEDS = 3     # fewer seeds than this: no verdict (a t interval from two values has one degree of freedom)
 
-PAIRED_RULE = (
+RULE = (
     "A claim 'A above B' is judged on the difference A - B with a 95 % interval. Where A and B share each seed's "
     "draws (the same labeled set, and the same model start where the architecture is the same: docs/verdicts.md), "
     "the difference is taken seed by seed and the interval is Student's t on those per-seed differences (paired t); "
-    "otherwise (different labeled sets, or a number from a paper) Welch's t interval. Held when the interval lies "
-    "above zero, not held when it lies below, within noise when it holds zero; fewer than three seeds: no verdict. "
-    "Where one table compares several arms with one baseline, the claims are one family and Holm's correction keeps "
-    "the family's error at 5 %: the interval of the k-th smallest p-value is widened to level 1 - 0.05 / (m - k + 1), "
-    "up to the first claim the correction leaves within noise (the rest share that claim's level).")
+    "otherwise (different labeled sets) Welch's t interval, and against a paper's number the one-sample t interval. "
+    "Held when the interval lies above zero, not held when it lies below, within noise when it holds zero; fewer "
+    "than three seeds: no verdict. Where one table compares several arms with one baseline, the claims are one family "
+    "and Holm's correction keeps the family's error at 5 %: the interval of the k-th smallest p-value is widened to "
+    "level 1 - 0.05 / (m - k + 1), up to the first claim the correction leaves within noise (the rest share that "
+    "claim's level).")
+PAIRED_RULE = RULE
+
+SEPARATION_RULE = (
+    "The separation rule (the package's rule before the paired one, shown one more release): held when A's mean "
+    "exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds "
+    "A's by that much, within noise otherwise.")
+
+NOT_WORSE_RULE = ("A one-sided claim 'A not worse than B' is not held when 'B above A' is held by the rule, and held "
+                  "otherwise (A above B, or the two within noise: a lower mean of A within the interval is not worse).")
 
 
 @dataclass(frozen=True)
@@ -207,3 +155,157 @@ def seeds_to_decide(diffs, m: int = 1, cap: int = 10) -> int | None:
 
 def _seeds(d: dict) -> str:
     return ", ".join(map(str, sorted(d))) or "none"
+
+
+# ---------------------------------------------------------------------- per-seed values that know their seeds
+class Seeded(np.ndarray):
+    """Per-seed values (a float array in seed order) that know their seeds and the labeled-set draw they were trained
+    on (partition.labeled_draw without the seed; None when unknown or mixed): `above` pairs two of them by seed when
+    their draws are equal. Arithmetic on them gives plain arrays (a derived value pairs with nothing)."""
+
+    def __new__(cls, values, seeds, draw=None):
+        out = np.asarray(values, float).view(cls)
+        out.seeds, out.draw = tuple(int(s) for s in seeds), draw
+        return out
+
+    def __array_finalize__(self, obj):
+        self.seeds, self.draw = getattr(obj, "seeds", None), getattr(obj, "draw", None)
+
+    def __array_wrap__(self, out, context=None, return_scalar=False):
+        out = np.asarray(out)
+        return out[()] if return_scalar else out
+
+
+def _by_seed(v) -> dict | None:
+    """{seed: value} of a Seeded array whose seeds match its values, else None."""
+    if isinstance(v, dict):
+        return v
+    if isinstance(v, Seeded) and v.seeds is not None and len(v.seeds) == len(v) and v.draw is not None:
+        return dict(zip(v.seeds, np.asarray(v, float).tolist()))
+    return None
+
+
+def _values(v) -> np.ndarray:
+    return np.asarray(list(v.values()) if isinstance(v, dict) else v, float)
+
+
+# ---------------------------------------------------------------------- verdicts as the claims tables use them
+class Verdict(str):
+    """A claim's verdict under RULE: the text ("held", ...) as a table cell shows it, with the interval behind it
+    (`judged`, a Judged), the separation rule's verdict on the same values (`separation`) and, for a claim the seed
+    plan gave more seeds, how many (`planned`: its interval then says how many of them are in)."""
+
+    def __new__(cls, judged: Judged, separation: str = "-"):
+        out = super().__new__(cls, judged.verdict)
+        out.judged, out.separation, out.planned = judged, separation, None
+        return out
+
+    def interval(self) -> str:
+        """'+2.6 [+0.3, +4.9], n=3, paired t' (the level when a family widened it); '-' without a verdict."""
+        j = self.judged
+        if not j.judged:
+            return "-"
+        level = "" if abs(j.level - (1 - ALPHA)) < 1e-9 else f" at {100 * j.level:.1f} %"
+        of = f" of {self.planned} planned" if self.planned and self.planned > j.n else ""
+        return f"{j.interval()}{level}, n={j.n}{of}, {j.test}"
+
+
+def above(a, b, claim: str = "") -> Verdict:
+    """The claim 'a above b' under RULE: paired by seed when both are Seeded on the same labeled draw (or dicts
+    seed -> value), else Welch's interval."""
+    pa, pb = _by_seed(a), _by_seed(b)
+    same_draw = isinstance(a, dict) or isinstance(b, dict) or getattr(a, "draw", None) == getattr(b, "draw", None)
+    j = paired(pa, pb, claim) if pa is not None and pb is not None and same_draw else welch(a, b)
+    return Verdict(j, separation(_values(a), _values(b)))
+
+
+def at_least(v, x: float) -> Verdict:
+    """RULE against a fixed number x (a paper's mean, or a bound such as 0): the one-sample t interval."""
+    v = _values(v)
+    return Verdict(versus(v, x), separation(v, np.full(len(v), x)) if len(v) else "not run")
+
+
+def not_worse(a, b, claim: str = "") -> Verdict:
+    """NOT_WORSE_RULE: not held when above(b, a) is held, held when it is not held or within noise."""
+    v = flip(above(b, a, claim))
+    j = replace(v.judged, verdict="held" if str(v) == "within noise" else str(v))
+    return Verdict(j, "held" if v.separation == "within noise" else v.separation)
+
+
+def flip(v) -> Verdict:
+    """'a above b' read as 'b above a': held <-> not held, the difference and its interval negated."""
+    swap = {"held": "not held", "not held": "held"}
+    v = v if isinstance(v, Verdict) else Verdict(Judged(str(v)), "-")
+    j = replace(v.judged, verdict=swap.get(str(v), str(v)), diff=-v.judged.diff, low=-v.judged.high,
+                high=-v.judged.low)
+    return Verdict(j, swap.get(v.separation, v.separation))
+
+
+def bootstrap_at_least(replicates, x: float) -> Verdict:
+    """A simulated estimate against a fixed number x, from its bootstrap replicates (theorem1's rates): the
+    percentile interval of (replicates - x), held when it lies above zero (the replicates are draws of the estimate,
+    not seeds: no t interval)."""
+    r = np.asarray(replicates, float) - x
+    if len(r) < 20:
+        return Verdict(Judged("not run" if len(r) == 0 else "fewer than twenty replicates: no verdict"), "-")
+    low, high = np.percentile(r, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
+    verdict = "held" if low > 0 else "not held" if high < 0 else "within noise"
+    j = Judged(verdict, float(np.median(r)), float(low), float(high), len(r), "bootstrap percentile")
+    sep = "held" if r.mean() > r.std() else "not held" if r.mean() < -r.std() else "within noise"
+    return Verdict(j, sep)
+
+
+def every(verdicts) -> Verdict:
+    """A claim made for several cases (each a Verdict): held if held in each (no correction is needed: every case
+    must pass), not held if not held in any, else within noise (or 'not all run', or no verdict). The interval shown
+    is the deciding case's: the not-held one, else the weakest (lowest lower end)."""
+    vs = [v if isinstance(v, Verdict) else Verdict(Judged(str(v))) for v in verdicts]
+    if not vs:
+        return Verdict(Judged("not run"), "not run")
+    texts = [str(v) for v in vs]
+    if "not held" in texts:
+        pick, text = vs[texts.index("not held")], "not held"
+    elif all(t == "held" for t in texts):
+        pick, text = min(vs, key=lambda v: v.judged.low), "held"
+    elif "not run" in texts:
+        pick, text = Verdict(Judged("not all run")), "not all run"
+    else:
+        lacking = [v for v in vs if not v.judged.judged]
+        pick = lacking[0] if lacking else min((v for v in vs if str(v) == "within noise"), key=lambda v: v.judged.low)
+        text = str(pick)
+    j = replace(pick.judged, verdict=text)
+    if j.judged and len(vs) > 1:
+        j = replace(j, test=f"{j.test}, weakest of {len(vs)} cases")
+    return Verdict(j, _every_separation([v.separation for v in vs]))
+
+
+def family(verdicts) -> list[Verdict]:
+    """Holm's correction (holm) over one family of Verdicts: the claims of one table that share a baseline."""
+    vs = list(verdicts)
+    out = [Verdict(j, v.separation) for v, j in zip(vs, holm([v.judged for v in vs]))]
+    for new, old in zip(out, vs):
+        new.planned = old.planned
+    return out
+
+
+# ---------------------------------------------------------------------- the separation rule (one more release)
+def separation(a, b) -> str:
+    """SEPARATION_RULE's verdict of 'a above b'."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    if len(a) == 0 or len(b) == 0:
+        return "not run"
+    if len(a) < 2 or len(b) < 2:
+        return "one seed: no verdict"
+    if abs(a.mean() - b.mean()) > a.std() + b.std():
+        return "held" if a.mean() > b.mean() else "not held"
+    return "within noise"
+
+
+def _every_separation(texts) -> str:
+    if any(v == "not held" for v in texts):
+        return "not held"
+    if all(v == "held" for v in texts):
+        return "held"
+    if any(v == "not run" for v in texts):
+        return "not all run"
+    return "one seed: no verdict" if any(str(v).startswith("one seed") for v in texts) else "within noise"

@@ -289,7 +289,7 @@ def no_train() -> bool:
 
 COLUMNS = ["label", "seed", "algorithm", "dataset", "num_supervised", "partition", "finetune", "global_pseudo_labels",
            "mix_loss", "local_epochs", "global_momentum", "sbn_source", "rounds", "model", "final_acc", "best_acc",
-           "best_round", "wall_time_s", "reused", "path"]
+           "best_round", "wall_time_s", "reused", "path", "draw"]
 
 
 def _row(label, cfg, s) -> dict:
@@ -298,7 +298,15 @@ def _row(label, cfg, s) -> dict:
             "global_pseudo_labels": cfg.global_pseudo_labels, "mix_loss": cfg.mix_loss,
             "local_epochs": cfg.local_epochs, "global_momentum": cfg.global_momentum, "sbn_source": cfg.sbn_source,
             "rounds": cfg.rounds, "model": cfg.model, "final_acc": s["final_acc"], "best_acc": s["best_acc"],
-            "best_round": s["best_round"], "wall_time_s": s["wall_time_s"], "reused": s["reused"], "path": s["path"]}
+            "best_round": s["best_round"], "wall_time_s": s["wall_time_s"], "reused": s["reused"], "path": s["path"],
+            "draw": draw_of(cfg)}
+
+
+def draw_of(cfg: Config) -> str:
+    """The server's labeled set a run trained on, without its seed (partition.labeled_draw): two runs of equal draw at
+    one seed hold the same labeled images, so claims between them pair by seed (rule.above)."""
+    from ..partition import labeled_draw
+    return repr(labeled_draw(cfg.replace(seed=0)))
 
 
 def workers_for(device: str, jobs: int, runs_per_gpu: int = 1) -> int:

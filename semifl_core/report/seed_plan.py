@@ -15,6 +15,7 @@ runs are queued. The plan reads seeds 0-2 only, so it stays what it was when wri
 """
 from __future__ import annotations
 
+import functools
 import sys
 from dataclasses import dataclass, field
 
@@ -59,22 +60,22 @@ def _finals(cfg: Config, results_dir=None) -> dict:
 
 
 def claims(results_dir=None) -> list[Claim]:
-    """The claims the plan looks at, families in table order."""
-    from . import readme
-    from .label_skew import PART3_NAMES
+    """The claims the plan looks at, families in table order, judged at PLANNED_FROM."""
     out = []
-    for r in readme.headline_rows(results_dir):
+    for r in C.headline_configs(results_dir):
         fam = f"README headline, {r['study']}" + (f", {r['method']}" if r["study"] == "few labels" else "")
-        out.append(Claim(f"{r['method']} above Partially Supervised, R={r['R']}, {PARTITION_NAMES[r['partition']]}", fam,
-                         r["cfg_a"], r["cfg_psl"]))
-    judges = C.label_skew_judges("long", "fashionmnist", 100, tuple(PART3_NAMES))
+        c = Claim(f"{r['method']} above Partially Supervised, R={r['R']}, {PARTITION_NAMES[r['partition']]}", fam,
+                  r["cfg_a"], r["cfg_psl"])
+        if r["study"] != "few labels" or r["R"] == 30 or _finals(c.a, results_dir):   # as the headline shows them
+            out.append(c)
+    judges = C.label_skew_judges("long", "fashionmnist", 100, tuple(C.PART3_NAMES))
     psl = judges[C.label_of(PARTIALLY_SUPERVISED)]
     for base in ("Partially Supervised", "SemiFL's fixed rule"):
         for remedy in C.PART3_REMEDIES:
-            for part, cfg in zip(PART3_NAMES, C.label_skew_long_configs("long", "fashionmnist", 100, remedy,
-                                                                        tuple(PART3_NAMES)).values()):
+            for part, cfg in zip(C.PART3_NAMES, C.label_skew_long_configs("long", "fashionmnist", 100, remedy,
+                                                                        tuple(C.PART3_NAMES)).values()):
                 b = psl if base == "Partially Supervised" else judges[f"{C.label_of(SEMIFL)} | {part}"]
-                out.append(Claim(f"SemiFL + {remedy} above {base}, `long`, {PART3_NAMES[part]}",
+                out.append(Claim(f"SemiFL + {remedy} above {base}, `long`, {C.PART3_NAMES[part]}",
                                  f"label_skew `long`, vs {base}",
                                  cfg, b))
     for c in out:
@@ -87,6 +88,19 @@ def claims(results_dir=None) -> list[Claim]:
             c.verdict, c.interval = j.verdict, j.interval()
             c.m = sum(1 for x in fam if x.values[0] and x.values[1])
     return out
+
+
+@functools.lru_cache(maxsize=4)
+def _planned(results_dir=None) -> dict:
+    """{(a's key, b's key) at seed 0: the seeds its claim is judged at} for every claim the plan queued."""
+    cs, _ = plan(results_dir)
+    return {(c.a.replace(seed=0).key(), c.b.replace(seed=0).key()): tuple(range(c.seeds))
+            for c in cs if c.runs and not getattr(c, "over_budget", False)}
+
+
+def planned_seeds(a: Config, b: Config, results_dir=None) -> tuple:
+    """The seeds a claim 'a above b' is judged at: 0 to n-1 when the plan gave it n seeds, else PLANNED_FROM."""
+    return _planned(results_dir).get((a.replace(seed=0).key(), b.replace(seed=0).key()), PLANNED_FROM)
 
 
 def _asks(c: Claim) -> bool:

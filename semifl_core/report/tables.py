@@ -16,7 +16,7 @@ from . import paper
 from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, PARTITIONS
-from .rule import above
+from .rule import Seeded, above
 from .runs import curves, train_minutes
 
 # Table 1's row for fedavg-supervised: the paper calls it HeteroFL (supervised FL with fully labeled clients).
@@ -37,12 +37,21 @@ def mean_std(values, unit: str = "") -> str:
     return f"{v.mean():.1f}{u} (n=1)" if len(v) == 1 else f"{v.mean():.1f} ({v.std(ddof=0):.1f}){u} n={len(v)}"
 
 
-def seed_values(df, metric: str = "final_acc", **match) -> np.ndarray:
-    """`metric` of the rows of df whose columns equal `match` (e.g. method=..., R=...), ordered by seed; an empty
-    array where none (or df is an empty store's frame)."""
+def seed_values(df, metric: str = "final_acc", **match) -> Seeded:
+    """`metric` of the rows of df whose columns equal `match` (e.g. method=..., R=...), ordered by seed, knowing
+    their seeds and labeled draw (rule.Seeded: a claim between two such pairs by seed); empty where none (or df is an
+    empty store's frame)."""
     for column, value in match.items():
         df = df[df[column] == value]
-    return df.sort_values("seed")[metric].to_numpy(float)
+    return seeded(df, metric)
+
+
+def seeded(df, metric: str) -> Seeded:
+    """df's `metric` in seed order as a rule.Seeded (its draw None unless every row shares one and seeds are unique)."""
+    df = df.sort_values("seed")
+    draws = set(df["draw"]) if "draw" in df.columns else {None}
+    one = len(draws) == 1 and df["seed"].is_unique
+    return Seeded(df[metric].to_numpy(float), df["seed"].to_numpy(int), next(iter(draws)) if one else None)
 
 
 def side_by_side(rows: list[dict], paper_label: str, ours_label: str = "this run") -> pd.DataFrame:
@@ -70,7 +79,7 @@ def accuracy(df, ds, n, method, part=None, metric="best_acc"):
     sel = select(df, ds, n, method=method)
     if part is not None and method not in BASELINES:
         sel = sel[sel.partition == part]
-    v = sel.sort_values("seed")[metric].to_numpy(float)
+    v = seeded(sel, metric)
     return float(v.mean()) if len(v) else math.nan, mean_std(v), v
 
 
@@ -384,9 +393,11 @@ def scale_table(df) -> pd.DataFrame:
     rows = []
     for point, g in scale_points(df).groupby("point", sort=False):
         v = {k: g[k].dropna().to_numpy() for k in (semi, psl, fsl, "gain", "closed")}   # NaN: a run not in the store
+        by_seed = {k: dict(zip(g.seed, g[k])) for k in (semi, psl)}                      # one N_S: paired by seed
+        by_seed = {k: {s: x for s, x in d.items() if x == x} for k, d in by_seed.items()}
         rows.append({"point": point, "n": len(v[semi]), fsl: mean_std(v[fsl]), psl: mean_std(v[psl]),
                      semi: mean_std(v[semi]), "SemiFL - Partially": mean_std(v["gain"]),
-                     "gap closed (%)": mean_std(v["closed"]), "SemiFL above Partially": above(v[semi], v[psl]),
+                     "gap closed (%)": mean_std(v["closed"]), "SemiFL above Partially": above(by_seed[semi], by_seed[psl]),
                      "_gain": v["gain"], "_closed": v["closed"], "_semi": v[semi], "_psl": v[psl]})
     return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi", "_psl"])
 
@@ -404,10 +415,10 @@ def suspects_table(df, n) -> pd.DataFrame:
     """Each suspect's final accuracy against the instrumented profile run (same seeds), with RULE's verdict on
     '<suspect> ends above the profile'; Partially Supervised beside."""
     d = df[df.num_supervised == n]
-    base = d[d.label == INSTRUMENTED].sort_values("seed").final_acc.to_numpy()
+    base = seeded(d[d.label == INSTRUMENTED], "final_acc")
     rows = []
     for label in [INSTRUMENTED, label_of(PARTIALLY_SUPERVISED), *SUSPECTS]:
-        v = d[d.label == label].sort_values("seed").final_acc.to_numpy()
+        v = seeded(d[d.label == label], "final_acc")
         rows.append({"N_S": n, "run": label, "n": len(v), "final accuracy": mean_std(v),
                      "difference to profile": f"{v.mean() - base.mean():+.1f}" if len(v) and len(base) else "n/a",
                      "above the profile": "-" if label == INSTRUMENTED else above(v, base)})
@@ -553,9 +564,8 @@ def few_label_table(df) -> pd.DataFrame:
                          "SemiFL, best": mean_std(by(rule, "best_acc")),
                          "SemiFL - Partially": mean_std(both[0] - both[1]),
                          "gap closed (%)": mean_std(gap_closed(*both)),
-                         "beats Partially Supervised": above(v.to_numpy(float), psl.to_numpy(float)),
-                         "beats the fixed rule": "-" if rule == FIXED else above(v.to_numpy(float),
-                                                                                 by(FIXED).to_numpy(float))})
+                         "beats Partially Supervised": above(v.to_dict(), psl.to_dict()),   # paired by seed
+                         "beats the fixed rule": "-" if rule == FIXED else above(v.to_dict(), by(FIXED).to_dict())})
         rows.append({"N_S": n, "pseudo-label rule": f"({label_of(PARTIALLY_SUPERVISED)})",
                      "SemiFL, final": mean_std(psl), "SemiFL, best": mean_std(by(label_of(PARTIALLY_SUPERVISED),
                                                                                     "best_acc"))})
@@ -568,9 +578,9 @@ def authors_details_table(df, base) -> pd.DataFrame:
     """Each of the authors' details (df: run_all over authors_details_configs, label 'detail | SemiFL') against the
     profile's SemiFL at the same N_S (base: its run_all rows): final and best accuracy, the difference and RULE's
     verdict on '<detail> ends above the profile'."""
-    rows, ours = [], base.sort_values("seed").final_acc.to_numpy(float)
+    rows, ours = [], seeded(base, "final_acc")
     for label, g in df.groupby("label", sort=False):
-        v = g.sort_values("seed").final_acc.to_numpy(float)
+        v = seeded(g, "final_acc")
         rows.append({"the authors' detail": label.split(" | ")[0], "SemiFL, final": mean_std(v),
                      "SemiFL, best": mean_std(g.best_acc), "ours (profile), final": mean_std(ours),
                      "difference of means": f"{v.mean() - ours.mean():+.1f}" if len(v) and len(ours) else "not run",
