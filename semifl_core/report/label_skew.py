@@ -20,7 +20,7 @@ from . import configs
 from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
                       REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import Seeded, above, at_least, family
+from .rule import Seeded, above, at_least, family, separation
 from .seed_plan import planned_seeds
 from .runs import curves, run_all, stored_runs
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
@@ -168,18 +168,20 @@ def part3_gate_table(gates: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
     runs; judges: configs.label_skew_judges at `small`): one update's change on a client's own and the other classes
     (mean (std) n of the runs' means over their rounds), its K=2 `small` final beside the fixed rule's (Table 1's
     cell), and the gate: passed by the mechanism (the other classes' drop under 14.5 points with its own classes up
-    at least 3) or by the final (held above the fixed rule's), failed otherwise; 'not run' until three seeds are in."""
+    at least 3) or by the final (held above the fixed rule's by the separation rule, the package's rule when the gate
+    was fixed and ran: a gate keeps the rule it was written with), failed otherwise; 'not run' until three seeds are
+    in."""
     means, fixed = run_means(gates), _finals(judges, f"{label_of(SEMIFL)} | {SKEW_PARTITION}")
     rows = []
     for r in PART3_REMEDIES:
         own, other = _values(means, r, "skew_dacc_held"), _values(means, r, "skew_dacc_unheld")
         final = _finals(gates, f"{r} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)")
-        vs = above(final, fixed)
+        vs = separation(final, fixed)   # the gate's rule: the package's rule when the gate was fixed (docs/verdicts.md)
         gate = "not run" if len(own) < 3 else (
             "passed (mechanism)" if other.mean() > PART3_GATE["skew_dacc_unheld"]
             and own.mean() >= PART3_GATE["skew_dacc_held"] else "passed (final)" if vs == "held" else "failed")
         rows.append({"remedy": r, OWN: mean_std(own), OTHER: mean_std(other), "final": mean_std(final),
-                     "fixed rule": mean_std(fixed), "above it": vs, "gate": gate})
+                     "fixed rule": mean_std(fixed), "above it (separation rule)": vs, "gate": gate})
     return pd.DataFrame(rows).set_index("remedy")
 
 
