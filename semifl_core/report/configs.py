@@ -310,8 +310,9 @@ FIXED_INSTRUMENTED = "fixed (instrumented)"   # the fixed rule's runs with diagn
 
 def few_label_configs(p, ds, n, rounds=None) -> dict:
     """{'rule | SemiFL': Config} at N_S=n: SemiFL with every selection rule; the fixed rule's instrumented runs (the
-    diagnosis notebook's, which train exactly as the plain ones and record the fix set's classes); (FL)^2; Partially
-    and Fully Supervised."""
+    diagnosis notebook's, which record the fix set's classes and train as the plain ones do on the same machine and
+    kernels: the committed pairs, trained on different machines, part from round 1); (FL)^2; Partially and Fully
+    Supervised."""
     from ..methods.pseudo_labels import FIXED, RULES
     out = {f"{rule} | {label_of(SEMIFL)}": make(p, ds, n, rounds, pseudo_label_rule=rule) for rule in RULES}
     out[f"{FIXED_INSTRUMENTED} | {label_of(SEMIFL)}"] = out[f"{FIXED} | {label_of(SEMIFL)}"].replace(diagnostics=True)
@@ -457,7 +458,7 @@ REMEDY_PARTITIONS = (SKEW_PARTITION, "dir-0.1", "iid")
 # head the clients do not train (FedBABU), and fewer local steps (E=1; separately, no global momentum). The gate is
 # looser than part 2's (half the fixed rule's drop) and has a second way through: the K=2 `small` final held above
 # the fixed rule's. Those that pass go to `long` at K=2 and Dir(0.1); the fewer-steps rows go to `long` K=2 regardless.
-FEDVLS = f"FedVLS as released, lambda {VLS_LAMBDA:g}"
+FEDVLS = f"FedVLS's loss as released, lambda {VLS_LAMBDA:g}"   # its loss only: SemiFL's optimiser (docs/label_skew.md)
 FROZEN_HEAD = "a head the clients do not train"
 ONE_EPOCH = "one local epoch (E=1)"
 NO_GLOBAL_MOMENTUM = "no global momentum"

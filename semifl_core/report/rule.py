@@ -140,6 +140,16 @@ def holm(family: list[Judged]) -> list[Judged]:
     return out
 
 
+def leave_one_out(a: dict, b: dict, level: float = 1 - ALPHA) -> dict:
+    """{seed left out: the paired verdict of a above b without it, at `level`} (a claim whose verdict survives every
+    one is beyond one seed's reach; below four seeds every one reads 'fewer than three seeds: no verdict')."""
+    out = {}
+    for s in sorted(set(a) & set(b)):
+        j = paired({k: v for k, v in a.items() if k != s}, {k: v for k, v in b.items() if k != s})
+        out[s] = j.at(level).verdict if j.judged else j.verdict
+    return out
+
+
 def seeds_to_decide(diffs, m: int = 1, cap: int = 10) -> int | None:
     """The planning rule (docs/verdicts.md): the fewest seeds n (at least MIN_SEEDS, at most `cap`) at which the
     observed per-seed differences `diffs` would be decided, if their mean and standard deviation stayed as observed,
