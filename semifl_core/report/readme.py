@@ -294,9 +294,10 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
                 out.append(f"above {short} under {part}: {_and(held)}")
                 continue
             tops = [float(m.group(1)) for r in rows for m in [re.search(r", ([+-][\d.]+)\]", r[i])] if m]
-            n = sorted({m.group(1) for r in rows for m in [re.search(r"n=(\d+( of \d+ planned)?)", r[i])] if m})
-            out.append(f"above {short} under {part}: none held ({len(rows)} remedies, n={', '.join(n)}; leads over "
-                       f"{max(tops):+.1f} points ruled out)" if tops else f"above {short} under {part}: none judged")
+            more = sum(" planned" in r[i] for r in rows)
+            out.append(f"above {short} under {part}: none held of {len(rows)}; their intervals leave open leads of at "
+                       f"most {max(tops):+.1f} points" + (f" ({more} with more seeds planned)" if more else "")
+                       if tops else f"above {short} under {part}: none judged")
     return ("Under label skew at 300 rounds (the label_skew notebook's remedies, paired by seed, Holm over each "
             "table's family): " + "; ".join(out) + ".") if out else "Under label skew: no `long` remedy cell yet."
 
@@ -445,13 +446,16 @@ def _why(old: str, new: str, interval: str) -> str:
     if new not in judged or old not in judged:
         return "fewer than three seeds, or arms at different seeds: no verdict" if new not in judged else \
             "the separation rule had no verdict here"
-    if new == "within noise":
-        widened = " at" in interval.split(",")[0]
-        return ("the 95 % interval holds zero" + (", widened by its family's correction" if widened else "")
-                + ": with few seeds a t interval is wider than the two spreads")
     test = interval.rsplit(", ", 1)[-1]
-    return ("paired by seed, the shared labeled set's spread cancels" if "paired" in test else
-            "the interval of the difference is narrower than the two spreads summed")
+    if new == "within noise":
+        widened = " %," in interval
+        if "bootstrap" in test:
+            return "the 95 % percentile interval holds the bound; the separation rule used one spread (about 68 %)"
+        return ("the 95 % interval holds zero" + (", widened by its family's correction" if widened else "")
+                + ": at n=3 a t interval is wider than the two spreads summed")
+    if "paired" in test:
+        return "paired by seed: the shared labeled set's spread cancels"
+    return "the interval of the difference is narrower than the two spreads summed"
 
 
 def changed_verdicts(rows, notebooks_dir: Path | None = None) -> str:
