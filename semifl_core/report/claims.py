@@ -17,8 +17,8 @@ from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, feddure_values, mean_
                      same_value, seed_values, select, split_table, stage_change, stage_halves, stage_table, suspects_table)
 
 
-INTERVAL = "difference [95 % interval], n, test"
-SEPARATION = "separation rule (before)"
+INTERVAL = "A - B [95 % interval], n, test"   # rule.Verdict.interval()
+SEPARATION = "separation rule"                # the rule before, one more release (docs/verdicts.md)
 CLAIM_COLUMNS = ["claim", "verdict", INTERVAL, SEPARATION, "evidence"]
 
 

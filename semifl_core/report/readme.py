@@ -32,6 +32,7 @@ from ..methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from ..methods.pseudo_labels import CLIENT_ADAPTIVE
 from ..results import open_run
 from . import configs as C, paper
+from .claims import INTERVAL, SEPARATION
 from .rule import RULE, above, family, leave_one_out
 from .runs import REPO
 from .seed_plan import planned_seeds
@@ -282,7 +283,7 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
     if not table:
         return "Under label skew: the label_skew notebook is not executed."
     head = table[0]
-    c, v, i = head.index(head[0]), head.index("verdict"), head.index("difference [95 % interval], n, test")
+    c, v, i = head.index(head[0]), head.index("verdict"), head.index(INTERVAL)
     out = []
     for part in ("Non-IID, K=2", "Dir(0.1)"):
         for rival, short in (("Partially Supervised", "Partially Supervised"), ("SemiFL's fixed rule", "the fixed rule")):
@@ -476,10 +477,9 @@ def changed_verdicts(rows, notebooks_dir: Path | None = None) -> str:
             continue
         table = summary(path)[1]
         head = table[0] if table else []
-        if "separation rule (before)" not in head:
+        if SEPARATION not in head:
             continue
-        c, v, i, o = (head.index(k) for k in (head[0], "verdict", "difference [95 % interval], n, test",
-                                              "separation rule (before)"))
+        c, v, i, o = (head.index(k) for k in (head[0], "verdict", INTERVAL, SEPARATION))
         for row in table[1:]:
             if row[v] != row[o] and row[o] != "-":
                 out.append(f"| {name} | {row[c]} | {row[o]} | {row[v]} | {row[i]} | {_why(row[o], row[v], row[i])} |")

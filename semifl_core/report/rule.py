@@ -260,7 +260,7 @@ def bootstrap_at_least(replicates, x: float) -> Verdict:
         return Verdict(Judged("not run" if len(r) == 0 else "fewer than twenty replicates: no verdict"), "-")
     low, high = np.percentile(r, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
     verdict = "held" if low > 0 else "not held" if high < 0 else "within noise"
-    j = Judged(verdict, float(np.median(r)), float(low), float(high), len(r), "bootstrap percentile")
+    j = Judged(verdict, float(np.median(r)), float(low), float(high), len(r), "bootstrap")
     sep = "held" if r.mean() > r.std() else "not held" if r.mean() < -r.std() else "within noise"
     return Verdict(j, sep)
 
@@ -285,7 +285,7 @@ def every(verdicts) -> Verdict:
         text = str(pick)
     j = replace(pick.judged, verdict=text)
     if j.judged and len(vs) > 1:
-        j = replace(j, test=f"{j.test}, weakest of {len(vs)} cases")
+        j = replace(j, test=f"{j.test}, weakest of {len(vs)}")
     return Verdict(j, _every_separation([v.separation for v in vs]))
 
 
