@@ -1,6 +1,9 @@
 # `make demo`: SemiFL and Partially Supervised on Fashion-MNIST (small profile, seed 0, CPU), trained into results-demo/
 # (a second `make demo` reuses them: delete that folder to train again), printed beside the committed seeds 0-2.
-# `make install` (demo, test and the targets below run it first): .venv/ with the package and its dev extra. On a
+# `make install` (demo, test and the targets below run it first): .venv/ with the package and its dev extra; then
+# checks that torch and torchvision load together (semifl_core/torch_check.py): where they do not, it reinstalls
+# torchvision from torch's own build family, or says in one line which two versions disagree and the command that fixes
+# it (only downloading a dataset needs torchvision, so the install goes on). On a
 # machine without an NVIDIA GPU (no nvidia-smi) torch's CPU wheels go in first, in pyproject.toml's torch range
 # (TORCH_PINS), a few hundred MB instead of the CUDA build's GBs; where download.pytorch.org cannot be reached (or
 # has no wheel for this Python) it says so in one line, and pip install -e '.[dev]' takes torch from the default index.
@@ -40,6 +43,8 @@ $(VENV)/.installed: pyproject.toml
 	  || $(PY) -m pip install -q --retries 1 $(TORCH_PINS) --index-url $(TORCH_CPU) >/dev/null 2>&1 \
 	  || echo "note: no CPU wheels from $(TORCH_CPU): torch comes from pip's default index"
 	$(PY) -m pip install -q -e '.[dev]'
+	@$(PY) -m semifl_core.torch_check --repair \
+	  || echo "make install goes on: training and the tests read dataset files and never need torchvision"
 	touch $@
 
 .PHONY: demo test test-distributed install render notebooks check-notebooks bench-gpu notebook-save

@@ -139,7 +139,11 @@ def _missing_message(name: str, root: Path) -> str:
 
 
 def _download(name: str, root: Path) -> None:
-    import torchvision.datasets as tvd
+    try:
+        import torchvision.datasets as tvd
+    except Exception:   # torchvision built for another torch: the one line torch_check gives, not a traceback
+        from .torch_check import problem
+        raise RuntimeError(problem() or "torchvision cannot be imported") from None
     root.mkdir(parents=True, exist_ok=True)
     if name == "svhn":
         for split in ("train", "test"):

@@ -311,3 +311,30 @@ def test_synthetic_is_deterministic_and_learnable():
     means = torch.stack([x[a.y_train == c].mean(0) for c in range(10)])
     acc = (torch.cdist(xt, means).argmin(1) == a.y_test).float().mean().item()
     assert acc > 0.8
+
+
+def test_a_torchvision_built_for_another_torch_is_named_in_one_line(monkeypatch):
+    """torch_check's line names both versions and a fix from torch's own build family; the download path raises it
+    instead of a traceback when torchvision cannot be imported."""
+    import subprocess
+    from types import SimpleNamespace
+
+    from semifl_core import data, torch_check
+    monkeypatch.setattr(torch_check, "versions", lambda: ("2.13.0+cpu", "0.28.0"))
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: SimpleNamespace(
+        returncode=1, stderr="Traceback ...\nRuntimeError: operator torchvision::nms does not exist\n"))
+    line = torch_check.problem()
+    assert "\n" not in line and "torch 2.13.0+cpu and torchvision 0.28.0" in line and "torchvision::nms" in line
+    assert "torchvision==0.28.0 --index-url https://download.pytorch.org/whl/cpu" in line
+    assert torch_check.fix_command("2.14.1", "0.29.1+cu128").endswith("(the build for torch 2.14.1)")
+    import builtins
+    real = builtins.__import__
+
+    def broken(name, *args, **kwargs):
+        if name.startswith("torchvision"):
+            raise RuntimeError("operator torchvision::nms does not exist")
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", broken)
+    with pytest.raises(RuntimeError) as err:
+        data._download("fashionmnist", Path("/nonexistent"))
+    assert str(err.value) == line
