@@ -15,7 +15,7 @@ import sys
 
 from .argv import Parser, parse_sets
 from .config import DATASETS, DEVICES, PROFILES, ConfigError, profile
-from .methods import METHODS, PARTIALLY_SUPERVISED, SEMIFL
+from .methods import METHODS, PARTIALLY_SUPERVISED, SEMIFL, check_plugins
 
 
 def build_parser() -> Parser:
@@ -139,6 +139,7 @@ def _exit_code(err: Exception) -> int | None:
 
 
 def _command(args) -> int:
+    check_plugins()   # a SEMIFL_METHODS module that failed to load: its one line (--help has already worked)
     if args.cmd == "profiles":
         print(profiles_text())
         return 0

@@ -57,7 +57,7 @@ from dataclasses import dataclass, fields
 
 from .errors import ConfigError  # noqa: F401  (defined at the bottom, so that engine can raise it too)
 from .methods import (CBAFED, CBAFED_LOWER, CBAFED_METHODS, CBAFED_UPPER, CORE_FIELDS, FEDAVG_FIXMATCH, FL2, METHODS,
-                      ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER, fields_of)
+                      ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER, check_plugins, fields_of, refuse_core_clashes)
 from .methods.pseudo_labels import ALL_RULES as PSEUDO_LABEL_RULES
 
 DATASETS = ("cifar10", "cifar100", "svhn", "fashionmnist", "mnist", "synthetic")
@@ -227,6 +227,8 @@ class Config:
 
     # ------------------------------------------------------------------ validation
     def validate(self) -> "Config":
+        check_plugins()   # a SEMIFL_METHODS module that failed to load: say so, not "not a registered method"
+
         def bad(name, allowed):
             raise ConfigError(f"{name}={getattr(self, name)!r}: {allowed}")
 
@@ -693,3 +695,4 @@ def profiles_table():
 
 
 CORE_FIELDS.update(f.name for f in fields(Config) if f.name != "method_fields")
+refuse_core_clashes()   # a plugin method registered at import, before CORE_FIELDS was known

@@ -169,3 +169,30 @@ def test_bad_input_about_methods_is_one_line():
         profile("smoke", prox_muu=0.1)
     with pytest.raises(ConfigError, match=r"^SEMIFL_METHODS: cannot import 'no_such_module_here'"):
         methods.load_plugins("no_such_module_here")
+
+
+def test_a_broken_plugin_is_one_line_and_help_still_works(tmp_path):
+    """A SEMIFL_METHODS module that fails to import (any error), or registers a method badly: `semifl --help` still
+    prints its help, and a command says one line naming the module and the error's last line (or the method and the
+    field), exit 2."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "broken_plugin.py").write_text("import no_such_dependency_xyz\n")
+    (tmp_path / "clash_plugin.py").write_text(
+        "from semifl_core.methods import Method, register\n"
+        "register(Method('my-semifl', 'Mine', 'x:y', fields={'threshold': 0.5}))\n")
+    (tmp_path / "raising_plugin.py").write_text("raise ZeroDivisionError('division by zero in my module')\n")
+    env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    for module, want in (("broken_plugin", "cannot import 'broken_plugin' (ModuleNotFoundError: No module named "
+                                           "'no_such_dependency_xyz')"),
+                         ("raising_plugin", "ZeroDivisionError: division by zero in my module"),
+                         ("clash_plugin", "method 'my-semifl': field 'threshold' is already a field of Config")):
+        env["SEMIFL_METHODS"] = module
+        run = lambda *args: subprocess.run([sys.executable, "-m", "semifl_core.cli", *args], env=env,  # noqa: E731
+                                           capture_output=True, text=True)
+        help_ = run("--help")
+        assert help_.returncode == 0 and "usage" in help_.stdout.lower() and not help_.stderr
+        bad = run("profiles")
+        assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
+        assert len(bad.stderr.strip().splitlines()) == 1 and want in bad.stderr, bad.stderr

@@ -217,15 +217,17 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 def register(method: Method) -> Method:
     """Add a method to the table (one that is already there is refused: pick another name; a field name that another
     method or Config has already means something else there: refused)."""
+    from ..errors import ConfigError
     if method.name in METHODS:
-        raise ValueError(f"method {method.name!r} is already registered")
+        raise ConfigError(f"method {method.name!r} is already registered; pick another name")
     if method.variant_of and method.variant_of not in METHODS:
-        raise ValueError(f"method {method.name!r}: variant_of={method.variant_of!r} is not a registered method")
+        raise ConfigError(f"method {method.name!r}: variant_of={method.variant_of!r} is not a registered method; "
+                          f"registered: {', '.join(METHODS)}")
     for name in method.fields:
         owner = next((m.name for m in METHODS.values() if name in m.fields), None)
         if owner or name in CORE_FIELDS:
-            raise ValueError(f"method {method.name!r}: field {name!r} is already "
-                             + (f"{owner}'s" if owner else "a field of Config") + "; name yours otherwise")
+            raise ConfigError(f"method {method.name!r}: field {name!r} is already "
+                              + (f"{owner}'s" if owner else "a field of Config") + "; name yours otherwise")
     METHODS[method.name] = method
     return method
 
@@ -246,12 +248,41 @@ def load_plugins(names: str | None = None) -> None:
     import os
     for name in filter(None, (n.strip() for n in (names if names is not None else
                                                    os.environ.get("SEMIFL_METHODS", "")).split(","))):
+        from ..errors import ConfigError
         try:
             importlib.import_module(name)
-        except ImportError as err:
-            from ..errors import ConfigError
-            raise ConfigError(f"SEMIFL_METHODS: cannot import {name!r} ({err}); allowed: importable module names, "
+        except ConfigError as err:   # a registration mistake: register names the method and the field
+            raise ConfigError(f"SEMIFL_METHODS: module {name!r}: {err}") from None
+        except Exception as err:     # not importable, or it fails while importing: its error's last line
+            last = " ".join(f"{type(err).__name__}: {err}".split())
+            raise ConfigError(f"SEMIFL_METHODS: cannot import {name!r} ({last}); allowed: importable module names, "
                               "comma-separated (on PYTHONPATH)") from None
 
 
-load_plugins()
+PLUGIN_ERROR: str | None = None   # why SEMIFL_METHODS failed at import, said when a command or a config needs it
+
+
+def check_plugins() -> None:
+    """Raise the one-line ConfigError of a SEMIFL_METHODS module that failed when this package was imported (kept
+    until then so that `semifl --help` and the other modules still load)."""
+    if PLUGIN_ERROR is not None:
+        from ..errors import ConfigError
+        raise ConfigError(PLUGIN_ERROR)
+
+
+def refuse_core_clashes() -> None:
+    """Run once config.py has filled CORE_FIELDS: a method registered before that (by a SEMIFL_METHODS module, at
+    import) whose field is also Config's is refused as register refuses it, and said in one line."""
+    global PLUGIN_ERROR
+    for m in list(METHODS.values()):
+        clash = [f for f in m.fields if f in CORE_FIELDS]
+        if clash:
+            del METHODS[m.name]
+            PLUGIN_ERROR = PLUGIN_ERROR or (f"SEMIFL_METHODS: method {m.name!r}: field {clash[0]!r} is already a "
+                                            "field of Config; name yours otherwise")
+
+
+try:
+    load_plugins()
+except ValueError as _err:   # ConfigError
+    PLUGIN_ERROR = str(_err)
