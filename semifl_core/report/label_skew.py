@@ -181,7 +181,7 @@ def part3_gate_table(gates: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
             "passed (mechanism)" if other.mean() > PART3_GATE["skew_dacc_unheld"]
             and own.mean() >= PART3_GATE["skew_dacc_held"] else "passed (final)" if vs == "held" else "failed")
         rows.append({"remedy": r, OWN: mean_std(own), OTHER: mean_std(other), "final": mean_std(final),
-                     "fixed rule": mean_std(fixed), "above it (old rule)": vs, "gate": gate})
+                     "fixed rule": mean_std(fixed), "above it": vs, "gate": gate})
     return pd.DataFrame(rows).set_index("remedy")
 
 

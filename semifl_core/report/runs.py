@@ -139,8 +139,8 @@ def _cell_texts(col: pd.Series) -> list[str]:
 
 def table_html(df: pd.DataFrame) -> str:
     """The one table style of every notebook, as HTML with inline styles (they survive JupyterLab's sanitizer, a
-    <style> block does not): text columns left, numeric columns right (numeric_column), short cells on one line
-    (headers wrap at spaces), display names (display_name), NA for a missing value. Deterministic: a re-render of the
+    <style> block does not): text columns left, numeric columns right (numeric_column), cells of at most WRAP_AT
+    characters on one line (headers wrap at spaces), display names (display_name), NA for a missing value. Deterministic: a re-render of the
     same frame gives the same bytes (nbval compares them)."""
     from html import escape
     df = _shown_frame(df)
@@ -148,7 +148,7 @@ def table_html(df: pd.DataFrame) -> str:
     for name in df.columns:
         texts = _cell_texts(df[name])
         right = numeric_column(df[name].tolist())
-        one_line = right or max((len(t) for t in texts), default=0) <= WRAP_AT
+        one_line = max((len(t) for t in texts), default=0) <= WRAP_AT   # a long interval cell wraps too
         style = f"text-align: {'right' if right else 'left'}; white-space: {'nowrap' if one_line else 'normal'}" + \
             ("" if one_line else "; min-width: 14em")
         cols.append((str(name), texts, style))
