@@ -104,7 +104,7 @@ def test_bad_distillation_input_is_one_line(changes, field):
     assert msg.startswith(field) and "\n" not in msg
 
 
-# ---------------------------------------------------------------------- part 3: FedVLS's loss as released, a frozen head
+# ---------------------------------------------------------------------- part 3: FedVLS's released loss, a frozen head
 def _released_fedvls(output, teach_output, y, num_per_class, lam):
     """FedVLS's released client loss (krumpguo/FedVLS, system/flcore/clients/clientvls.py: PriorCELoss + new_LADEloss +
     lam VLSloss), transcribed for one batch: the reference the remedy must equal where its absent classes are the

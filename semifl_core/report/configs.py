@@ -458,7 +458,7 @@ REMEDY_PARTITIONS = (SKEW_PARTITION, "dir-0.1", "iid")
 # head the clients do not train (FedBABU), and fewer local steps (E=1; separately, no global momentum). The gate is
 # looser than part 2's (half the fixed rule's drop) and has a second way through: the K=2 `small` final held above
 # the fixed rule's. Those that pass go to `long` at K=2 and Dir(0.1); the fewer-steps rows go to `long` K=2 regardless.
-FEDVLS = f"FedVLS's loss as released, lambda {VLS_LAMBDA:g}"   # its loss only: SemiFL's optimiser (docs/label_skew.md)
+FEDVLS = f"FedVLS's released loss, lambda {VLS_LAMBDA:g}"   # its loss only: SemiFL's optimiser (docs/label_skew.md)
 FROZEN_HEAD = "a head the clients do not train"
 ONE_EPOCH = "one local epoch (E=1)"
 NO_GLOBAL_MOMENTUM = "no global momentum"
