@@ -71,7 +71,7 @@ print(report.runs_summary(df))
 # *ours, final*: the last round's test accuracy. *ours, best federated round*: the best test accuracy over the federated rounds only; in the warm-up only the labeled client trains, identically for every row, so a best taken over all rounds would report the warm-up for a row that never climbs above it. Both mean (population std) n=seeds. The line above the table says what ran (the same for every row); *CBAFed paper (theirs)* is their published number for the row.
 
 # %% tags=["nbval-check-output"]
-report.say(report.tables.cbafed_setting(df, cfgs))
+display(report.Takeaway(report.tables.cbafed_setting(df, cfgs)))
 report.cbafed_table(df, cfgs)
 
 # %% [markdown]
@@ -94,7 +94,7 @@ df_own = report.run_all(cfgs_own, seed_list, results_dir, device)
 print(report.runs_summary(df_own))
 
 # %% tags=["nbval-check-output"]
-report.say(report.tables.cbafed_setting(df_own, cfgs_own))
+display(report.Takeaway(report.tables.cbafed_setting(df_own, cfgs_own)))
 report.cbafed_table(df_own, cfgs_own)
 
 # %% [markdown]

@@ -4,7 +4,7 @@ runs -> configs -> tables / figures -> claims; readme (README.md's generated par
 and the executed notebooks) reads them all, and so does label_skew (the label-skew study, imported by its notebook as
 `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
-from .claims import (cbafed_claims, diagnosis_findings, feddure_claims, few_label_claims, horizon_claims, figure2_claims, figure6_claims,
+from .claims import (Takeaway, cbafed_claims, diagnosis_findings, feddure_claims, few_label_claims, horizon_claims, figure2_claims, figure6_claims,
                      learning_curve_claims, takeaway, theorem1_claims,
                      scale_claims, table1_claims, table2_claims, table3_claims, table4_claims, table5_claims)
 from .configs import (authors_details_configs, cbafed_code_configs, check_methods, table1_runs, cbafed_configs, cbafed_own_setting_configs, diagnosis_configs, diagnosis_ns, feddure_configs, feddure_length_configs,

@@ -25,11 +25,11 @@ from .seed_plan import planned_seeds
 from .runs import curves, run_all, stored_runs
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
-# measure -> (display name, scale): shares are shown in percent. A client's classes are "its classes" (those it holds:
-# the measures' "held") and "the other classes" ("unheld"): held / not held are the claims' verdicts, nothing else.
+# measure -> (display name, scale): shares are shown in percent. A client's own classes are "its classes" (the
+# measures' "held") and the rest "the other classes" ("unheld"): held / not held are the claims' verdicts, nothing else.
 OWN, OTHER = "its classes", "the other classes"
 MEASURES = {
-    "skew_held": ("classes a client holds", 1),
+    "skew_held": ("its classes, how many", 1),
     "skew_tau_held": (f"threshold tau_c, {OWN}, %", 100),
     "skew_tau_unheld": (f"threshold tau_c, {OTHER}, %", 100),
     "skew_pred_unheld": (f"labels in {OTHER}, % (all wrong)", 100),
@@ -136,7 +136,7 @@ GATE, PASSED, FAILED = "gate (train the accuracy cells?)", "gate passed", "gate 
 
 def gate_table(mech: pd.DataFrame) -> pd.DataFrame:
     """The remedies' gate (configs.REMEDY_GATE, fixed before their runs): per instrumented row, one client update's
-    test-accuracy change on the classes it holds and on those it does not (mean (std) n of the runs' means over their
+    test-accuracy change on its classes and on the other classes (mean (std) n of the runs' means over their
     rounds), and, for the two distillations, whether the n=seeds means pass the gate (PASSED / FAILED; 'not run'
     without runs)."""
     means, rows = run_means(mech), []
@@ -220,7 +220,7 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | N
             fixed = _finals(judges, f"{label_of(SEMIFL)} | {part}")
             pairs = {base: _at(own, other, (planned or {}).get((r, part, base), (0, 1, 2)))
                      for base, other in (("psl", psl), ("fixed", fixed))}
-            claim = f"SemiFL + {r} above {{}} under {name} at `long`"
+            claim = f"SemiFL + {r} above {{}} under {name} at 300 rounds"
             vs_psl.append(above(*pairs["psl"], claim.format("Partially Supervised")))
             vs_fixed.append(above(*pairs["fixed"], claim.format("SemiFL's fixed rule")))
             rows.append({"remedy": r, "partition": name, FINAL: mean_std(pairs["psl"][0].values()),
@@ -280,9 +280,9 @@ def part3_claims(gates: pd.DataFrame, mech: pd.DataFrame, long_table: pd.DataFra
 def part3_long_claims(long_table: pd.DataFrame) -> list:
     """Two claims per row of part3_long_table: the remedy beats Partially Supervised, and SemiFL's fixed rule."""
     return [item for (r, part), row in long_table.iterrows() for item in (
-        (f"SemiFL + {r} beats Partially Supervised under {part} at `long`", row["vs Partially Supervised"],
+        (f"SemiFL + {r} beats Partially Supervised under {part} at 300 rounds", row["vs Partially Supervised"],
          f"{row[FINAL]} vs {row['Partially Supervised']}"),
-        (f"SemiFL + {r} beats SemiFL's fixed rule under {part} at `long`", row["vs SemiFL"],
+        (f"SemiFL + {r} beats SemiFL's fixed rule under {part} at 300 rounds", row["vs SemiFL"],
          f"{row[FINAL]} vs {row['SemiFL, fixed rule']}"))]
 
 
@@ -295,7 +295,7 @@ def advice(claims_table: pd.DataFrame) -> Takeaway:
 
 def _advice(claims_table: pd.DataFrame) -> str:
     rows = claims_table.reset_index() if "claim" not in claims_table else claims_table
-    at_long = rows[rows["claim"].str.contains("under Non-IID, K=2 at `long`", regex=False)]
+    at_long = rows[rows["claim"].str.contains("under Non-IID, K=2 at 300 rounds", regex=False)]
     if not len(at_long):
         return ("No remedy has its `long` runs in yet, so this study has no advice beyond its measurements; the gate "
                 "table above says which remedies train at `long`.")
@@ -348,24 +348,24 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = N
     items = []
     for row in (SEMIFL_CA, FL2_ROW):
         held, unheld = v(row, "skew_tau_held", 100), v(row, "skew_tau_unheld", 100)
-        items.append((f"{row}: a client's threshold is lower for the classes it does not hold than for those it holds",
+        items.append((f"{row}: a client's threshold is lower for the other classes than for its classes",
                       above(held, unheld), f"tau_c, %: {OWN} {mean_std(held)}, {OTHER} {mean_std(unheld)}"))
     p_un, p_held = v(SEMIFL_CA, "skew_pass_unheld", 100), v(SEMIFL_CA, "skew_pass_held", 100)
-    items.append((f"{SEMIFL_CA}: a larger share of the labels in classes a client does not hold (all wrong) passes than "
-                  "of those in classes it holds", above(p_un, p_held), f"pass rate, % {ev(p_un, p_held)}"))
+    items.append((f"{SEMIFL_CA}: a larger share of the labels in the other classes (all wrong) passes than of those in "
+                  "its classes", above(p_un, p_held), f"pass rate, % {ev(p_un, p_held)}"))
     f_un = v(SEMIFL_FIXED, "skew_pass_unheld", 100)
     items.append((f"{SEMIFL_CA} passes more of those wrong labels than the fixed rule (tau 0.95)", above(p_un, f_un),
                   f"pass rate, {OTHER}, % {ev(p_un, f_un)}"))
     for row in (SEMIFL_CA, SEMIFL_FIXED):
         drop = -v(row, "skew_dacc_unheld")
-        items.append((f"{row}: a client's update lowers the test accuracy of the classes it does not hold",
+        items.append((f"{row}: a client's update lowers the test accuracy of the other classes",
                       at_least(drop, 0.0), f"drop, points {mean_std(drop)}"))
     ca_drop, fx_drop = -v(SEMIFL_CA, "skew_dacc_unheld"), -v(SEMIFL_FIXED, "skew_dacc_unheld")
     items.append((f"{SEMIFL_CA}'s updates lower those classes more than the fixed rule's", above(ca_drop, fx_drop),
                   f"drop, points {ev(ca_drop, fx_drop)}"))
     if fedrs is not None:
         rs_drop = -v(FEDRS, "skew_dacc_unheld")
-        items.append(("SemiFL + FedRS: a client's update lowers the classes it does not hold less than the fixed "
+        items.append(("SemiFL + FedRS: a client's update lowers the other classes less than the fixed "
                       "rule's with plain softmax", above(fx_drop, rs_drop), f"drop, points {ev(rs_drop, fx_drop)}"))
     items += _judged_claims(fix, "the global-adaptive rule (the fix) beats Partially Supervised",
                             "the global-adaptive rule beats the client-adaptive rule")
@@ -375,7 +375,7 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = N
     for remedy, table in (remedies or {}).items():   # the distillations: their mechanism, then their cells (if run)
         drop = -v(remedy, "skew_dacc_unheld")
         if len(drop):
-            items.append((f"SemiFL + {remedy}: a client's update lowers the classes it does not hold less than the "
+            items.append((f"SemiFL + {remedy}: a client's update lowers the other classes less than the "
                           "fixed rule's with plain softmax", above(fx_drop, drop), f"drop, points {ev(drop, fx_drop)}"))
         if table is not None:
             items += _judged_claims(table, f"SemiFL + {remedy} beats Partially Supervised",

@@ -287,7 +287,7 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
     out = []
     for part in ("Non-IID, K=2", "Dir(0.1)"):
         for rival, short in (("Partially Supervised", "Partially Supervised"), ("SemiFL's fixed rule", "the fixed rule")):
-            rows = [r for r in table[1:] if r[c].endswith(f"beats {rival} under {part} at `long`")]
+            rows = [r for r in table[1:] if r[c].endswith(f"beats {rival} under {part} at 300 rounds")]
             if not rows:
                 continue
             held = [f"{r[c].removeprefix('SemiFL + ').split(' beats ')[0]} ({r[i]})" for r in rows if r[v] == "held"]
