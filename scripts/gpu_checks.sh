@@ -1,87 +1,130 @@
 #!/bin/bash
-# The GPU checks of the speed work as one device call that ends by about 8 minutes on an H100 or H200, leaving the
-# rest of a 15-minute lease for a fixed rerun of the part that failed (PARTS picks them). Parts, in order:
-#   tests  the CUDA tests of the engine (graphs equal eager, captured once per run, masked steps, the fused step, bf16:
-#          with TESTS=all), then compile alone and with masked steps (CUDA only)                            <= 210 s
-#   step   one WRN-28-2 on 200 images (TF32 NCHW vs bf16 NHWC, eager vs compiled, captured) and the fused one-pass
-#          client step at 10-80 clients (fp32 and bf16, channels_last, eager and compiled, captured)        <= 110 s
-#          (not in the default PARTS since its measurement of 2026-11-28, in BENCHMARKS.md)
-#   procs  runs an hour with 3 runs sharing the GPU against 1 (scripts/gpu_procs.py: tau-0 rounds, default)  <= 140 s
-#   tau0   whole tau-0 `paper` rounds at E=5: the default and $TAU0's switches (+compile; +fused measured 0.92 of
-#          the default on 2026-11-28, so not again unless named); scripts/choose_switches.py applies the written rules
-#          to them (each switch at most 0.90 of the default's round)                                           <= 200 s
-#   real   real `paper` rounds on Fashion-MNIST at tau 0.95 with the variant the rule chose, until 500 s
-# From the repository root, with Fashion-MNIST carried (scripts/bench_gpu.py says how):
-#     command: bash scripts/gpu_checks.sh        carry: [".gl-data"]        timeout_s: 540
-#     a rerun of some parts: PARTS="tau0 real" bash scripts/gpu_checks.sh
+# The GPU checks of the speed work as one device call on an H100 or H200 that ends by 8 minutes whatever parts are
+# named (END_S, 465 s from its start: each part gets the time it asks for or what is left, whichever is less, and a
+# part with less than its minimum left is skipped and says so), leaving the rest of a 15-minute lease for a rerun of
+# the part that failed (PARTS picks them). Parts, in the order they run (most seconds / fewest to start):
+#   tests  the CUDA tests of the engine: with TESTS=all first every one but compile's (graphs equal eager, captured
+#          once per run, masked steps, the fused step, bf16; 70 / 30 s), then the compile tests (140 / 60 s)
+#   tau0   whole tau-0 `paper` rounds at E=5, the default and $TAU0's switches (scripts/gpu_step_probe.py --rounds;
+#          200 / 45 s); a variant with compile runs only if the compile tests passed in this call and 150 s are left,
+#          one with fused only if the TESTS=all tests passed; scripts/choose_switches.py applies the written rules to
+#          them (each switch at most 0.90 of the default's round)
+#   procs  runs an hour with 3 runs sharing the GPU against 1 (scripts/gpu_procs.py: tau-0 rounds of the default, the
+#          processes timing together behind a barrier; 140 / 110 s)
+#   step   (only when named) one WRN-28-2 on 200 images and the fused client step at 10-80 clients
+#          (scripts/gpu_step_probe.py --fused; 110 / 60 s)
+#   real   (only when named) real `paper` rounds on Fashion-MNIST at tau 0.95 with the variant the rule chose, until
+#          END_S (60 s at least); the only part that reads data files: carry .gl-data (scripts/bench_gpu.py says how
+#          to make it), or it is skipped
+# The default parts read no data (the tests and the tau-0 rounds make their own random images), so carry nothing:
+#     command: bash scripts/gpu_checks.sh                                               timeout_s: 540
+#     real rounds too:  PARTS="tests tau0 real" bash scripts/gpu_checks.sh    carry: [".gl-data"]    timeout_s: 540
 #     its plumbing on a CPU (tiny sizes, no CUDA): SMOKE=1 PY=.venv/bin/python bash scripts/gpu_checks.sh
-# Every part has its own hard time limit (timeout -k: a run's stop handler takes SIGTERM, so SIGKILL follows 10 s
-# later), so a slow part cannot eat the next one's. Everything it keeps is in $OUT, flat, at most 8 files (what the
-# device tool brings back): checks.log, tests.txt, procs.log, procs.json, tau0.log, tau0.json, real.log, real.json
-# (step.log and step.json instead of procs' files when step is named).
+# Every part runs under `timeout -k 10` (a run's stop handler takes SIGTERM; SIGKILL follows 10 s later, counted in
+# its share). What it keeps is in $OUT, flat, at most 6 files whatever parts are named (the device tool brings back
+# 8): checks.log (this script's own lines), parts.log (every part's output, one after another, the tests' included)
+# and one json per part that writes one: tau0.json, procs.json, step.json, real.json.
 set -u
 PY=${PY:-python3}   # a device machine has no venv: its python3 has torch
 SM=${SMOKE:+--smoke}
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-checks}
-PARTS=${PARTS:-tests procs tau0}      # step and real: measured on 2026-11-28 (BENCHMARKS.md); name them to add them
+PARTS=${PARTS:-tests tau0 procs}      # step and real: measured on 2026-11-28 (BENCHMARKS.md); name them to add them
 TESTS=${TESTS:-compile}               # the compile tests alone (the others passed on 2026-11-28); all: every one
 TAU0=${TAU0:-default,+compile}        # +fused failed its rule on 2026-11-28 (0.92 of the default's round)
-TAU0_S=${TAU0_S:-200}                 # compiling a round took over 100 s on 2026-11-28: 150 s cut +compile off
-END=${END_S:-500}                      # the real rounds stop by then (seconds from the start)
+END=${END_S:-465}                     # every part has ended by then (seconds from the start); the rule's 10 s after
+                                      # tau0 and the closing lines end before 480 s
 TMP=$(mktemp -d)
 mkdir -p "$OUT"
 T0=$(date +%s)
 export PYTHONUNBUFFERED=1
+declare -A RC                         # each part's exit status (124 or 137: its time limit stopped it)
 has() { case " $PARTS " in *" $1 "*) return 0;; esac; return 1; }
-say() { echo "[$(( $(date +%s) - T0 )) s] $*" | tee -a "$OUT/checks.log"; }
-{ nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader 2>&1
-  $PY -c "import torch; print('torch', torch.__version__)"; } | tee -a "$OUT/checks.log"
-# Predictions, written before the call (BENCHMARKS.md, "The step changed", the next device call): see there.
+now() { echo $(( $(date +%s) - T0 )); }
+say() { echo "[$(now) s] $*" | tee -a "$OUT/checks.log"; }
+# budget PART WANT MIN: LIMIT becomes WANT, or the seconds left before END less the 10 s of a kill, if fewer;
+# fails (and says so) when fewer than MIN are left
+budget() {
+  local left=$(( END - $(now) - 10 ))
+  LIMIT=$(( left < $2 ? left : $2 ))
+  [ "$LIMIT" -ge "$3" ] && return 0
+  say "$1: skipped, ${left} s left before ${END} s (it needs at least $3 s)"; return 1
+}
+# part NAME LIMIT CMD...: CMD under its time limit, its output in $TMP/NAME.out and appended to parts.log
+part() {
+  local name=$1 limit=$2; shift 2
+  timeout -k 10 "$limit" "$@" > "$TMP/$name.out" 2>&1
+  RC[$name]=$?
+  { echo "===== $name: $* (limit $limit s, exit ${RC[$name]})"; cat "$TMP/$name.out"; } >> "$OUT/parts.log"
+}
+# passed NAME: the pytest part NAME ran in this call, inside its limit, and passed (exit 0, and some test passed)
+passed() { [ "${RC[$1]:-none}" = 0 ] && tail -1 "$TMP/$1.out" | grep -q " passed"; }
+last() { if [ -f "$TMP/$1.out" ]; then tail -1 "$TMP/$1.out"; else echo "(not run)"; fi; }
+
+{ timeout 30 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader 2>&1
+  timeout 60 $PY -c "import torch; print('torch', torch.__version__)" 2>&1; } | tee -a "$OUT/checks.log"
+# Predictions, written before the call (BENCHMARKS.md, "The next device call, prepared"): see there.
 if has tests; then
-  if [ "$TESTS" = all ]; then
-    timeout -k 10 70 $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider \
-      -k "(cuda or masked or kept or fused) and not compil" > "$TMP/tests-masked.txt" 2>&1
-  else
-    echo "(not run: TESTS=$TESTS)" > "$TMP/tests-masked.txt"
+  if [ "$TESTS" = all ] && budget tests-cuda 70 30; then
+    part tests-cuda "$LIMIT" $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider \
+      -k "(cuda or masked or kept or fused) and not compil"
   fi
-  timeout -k 10 140 $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider -k "compil and cuda" \
-    > "$TMP/tests-compile.txt" 2>&1
-  cat "$TMP/tests-masked.txt" "$TMP/tests-compile.txt" > "$OUT/tests.txt"
-  say "tests: $(tail -1 "$TMP/tests-masked.txt") | compile: $(tail -1 "$TMP/tests-compile.txt")"
-fi
-if has step; then
-  OUT="$TMP/step" timeout -k 10 110 $PY scripts/gpu_step_probe.py --fused --deadline 95 $SM > "$OUT/step.log" 2>&1
-  cp "$TMP/step/fused.json" "$OUT/step.json" 2>/dev/null; tail -24 "$OUT/step.log"   # the log keeps what a kill cuts
-  say "step done"
-fi
-if has procs; then   # runs an hour with 1 and 3 runs sharing the GPU (scripts/gpu_procs.py)
-  OUT="$TMP/procs" timeout -k 10 140 $PY scripts/gpu_procs.py --procs 1,3 --limit 50 $SM > "$OUT/procs.log" 2>&1
-  cp "$TMP/procs/procs.json" "$OUT/procs.json" 2>/dev/null; tail -6 "$OUT/procs.log"
-  say "procs done"
+  if budget tests-compile 140 60; then
+    part tests-compile "$LIMIT" $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider \
+      -k "compil and cuda"
+  fi
+  say "tests: $(last tests-cuda) | compile: $(last tests-compile) (exit ${RC[tests-compile]:-none})"
 fi
 VARIANT=default
 if has tau0; then
-  OUT="$TMP/tau0" timeout -k 10 "$TAU0_S" $PY scripts/gpu_step_probe.py --rounds --variants "$TAU0" $SM \
-    > "$OUT/tau0.log" 2>&1
-  cp "$TMP/tau0/rounds.json" "$OUT/tau0.json" 2>/dev/null; grep -v "^ROW" "$OUT/tau0.log" | tail -6
-  [ -f "$TMP/tests-compile.txt" ] || echo "(no compile tests in this call: compile stays off)" > "$TMP/tests-compile.txt"
-  [ -f "$TMP/tests-masked.txt" ] || echo "(no fused tests in this call: fused stays off)" > "$TMP/tests-masked.txt"
-  VARIANT=$($PY scripts/choose_switches.py "$OUT/tau0.log" compile="$TMP/tests-compile.txt" \
-            fused="$TMP/tests-masked.txt" 2>> "$OUT/tau0.log")
-  say "rule: $(tail -2 "$OUT/tau0.log" | tr '\n' ' ')-> real rounds with: ${VARIANT:=default}"
-fi
-if has real; then
-  LEFT=$(( END - ( $(date +%s) - T0 ) ))
-  if [ "$LEFT" -lt 60 ]; then
-    say "real: skipped, $LEFT s left before $END s"
-  else
-    MIN=$($PY -c "print(round(($LEFT - 30) / 60, 2))")
-    OUT="$TMP/real" timeout -k 10 "$LEFT" $PY scripts/gpu_real_rounds.py --minutes "$MIN" --variant "$VARIANT" $SM \
-      > "$OUT/real.log" 2>&1
-    cp "$TMP/real/rounds.json" "$OUT/real.json" 2>/dev/null; tail -6 "$OUT/real.log"
-    say "real done"
+  V=default   # the default, then each of $TAU0's variants whose switches passed their CUDA tests in this call
+  for v in ${TAU0//,/ }; do
+    if [ "$v" = default ]; then continue
+    elif [[ $v == *compile* ]] && ! passed tests-compile; then say "tau0: $v left out: no passed compile tests"
+    elif [[ $v == *fused* ]] && ! passed tests-cuda; then say "tau0: $v left out: no passed fused tests (TESTS=all)"
+    else V="$V,$v"; fi
+  done
+  if budget tau0 "${TAU0_S:-200}" 45; then
+    if [[ $V == *compile* ]] && [ "$LIMIT" -lt 150 ]; then   # compiling took over 100 s on 2026-11-28
+      say "tau0: the compile variants left out: $LIMIT s left, under the 150 s they need"
+      V=$(echo "$V" | tr , '\n' | grep -v compile | paste -sd, -)
+    fi
+    part tau0 "$LIMIT" env OUT="$TMP/tau0" $PY scripts/gpu_step_probe.py --rounds --variants "$V" $SM
+    cp "$TMP/tau0/rounds.json" "$OUT/tau0.json" 2>/dev/null
+    for t in tests-compile tests-cuda; do   # the rule counts a switch's tests not run here as not passed
+      [ -f "$TMP/$t.out" ] || echo "($t: not run in this call)" > "$TMP/$t.out"
+    done
+    VARIANT=$(timeout 10 $PY scripts/choose_switches.py "$TMP/tau0.out" compile="$TMP/tests-compile.out" \
+              fused="$TMP/tests-cuda.out" 2> "$TMP/rule.txt")
+    { echo "===== rule (scripts/choose_switches.py)"; cat "$TMP/rule.txt"; } >> "$OUT/parts.log"
+    say "tau0 ($V, exit ${RC[tau0]}); rule: $(tr '\n' ' ' < "$TMP/rule.txt")-> real rounds with: ${VARIANT:=default}"
   fi
 fi
+if has procs && budget procs 140 110; then   # one process gets L s, three 5/3 L: 8/3 L in all, and 10 s to spare
+  part procs "$LIMIT" env OUT="$TMP/procs" $PY scripts/gpu_procs.py --procs 1,3 --limit $(( (LIMIT - 10) * 3 / 8 )) $SM
+  cp "$TMP/procs/procs.json" "$OUT/procs.json" 2>/dev/null
+  say "procs (exit ${RC[procs]}): $(grep process "$TMP/procs.out" | tr '\n' ' ')"
+fi
+if has step && budget step 110 60; then
+  part step "$LIMIT" env OUT="$TMP/step" $PY scripts/gpu_step_probe.py --fused --deadline $(( LIMIT - 15 )) $SM
+  cp "$TMP/step/fused.json" "$OUT/step.json" 2>/dev/null   # a kill before the json: parts.log keeps its rows
+  say "step (exit ${RC[step]})"
+fi
+if has real; then
+  if [ -z "${SMOKE:-}" ] && ! ls .gl-data/FashionMNIST/raw/*.gz /usr/share/datasets/fashion-mnist/*.gz >/dev/null 2>&1
+  then
+    say "real: skipped: no Fashion-MNIST here (carry .gl-data; scripts/bench_gpu.py says how to make it)"
+  elif budget real 100000 60; then   # all that is left: the run stops itself 30 s before the limit, after a round
+    part real "$LIMIT" env OUT="$TMP/real" $PY scripts/gpu_real_rounds.py --variant "$VARIANT" $SM \
+      --minutes "$(awk "BEGIN { print ($LIMIT - 30) / 60 }")"
+    cp "$TMP/real/rounds.json" "$OUT/real.json" 2>/dev/null
+    say "real (exit ${RC[real]}): $(tail -1 "$TMP/real.out")"
+  fi
+fi
+# at most 8 files come back: past checks.log, parts.log and 6 others (never, with these parts), the rest is
+# appended to parts.log and removed
+for f in $(ls "$OUT" | grep -vx -e checks.log -e parts.log | tail -n +7); do
+  { echo "===== $f (appended here: at most 8 files come back)"; cat "$OUT/$f"; } >> "$OUT/parts.log"; rm -f "$OUT/$f"
+done
 say "all done; kept: $(ls "$OUT" | tr '\n' ' ')($(ls "$OUT" | wc -l) files: at most 8 come back)"
 rm -rf "$TMP"

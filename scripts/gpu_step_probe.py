@@ -22,7 +22,9 @@ of the vmap and loop steps.
 
     --engine   the engine's own client training of one round (Speed.default, 1 epoch): whole `train` calls, calls
                cut to 2 and 24 steps, the replay of its captured step alone, profiler tables of an eager call
-    --rounds   whole `paper` rounds at the profile's E=5, tau 0 (label ratio 1), per Speed variant (--variants)
+    --rounds   whole `paper` rounds at the profile's E=5, tau 0 (label ratio 1), per Speed variant (--variants);
+               with --barrier DIR --parties N it waits, after its warm-up, until N processes have reached that
+               point (scripts/gpu_procs.py: runs sharing a GPU start their timed rounds together)
     --compile  torch.compile of the vmap and batch steps, captured, beside the eager-captured ones
 
 Device call, from the repository root: `python3 scripts/gpu_step_probe.py [--engine | --rounds | --compile]` (each
@@ -292,8 +294,22 @@ def fresh_state(start, model):
     return st
 
 
+def file_barrier(folder: str, parties: int, timeout: float) -> dict:
+    """Waits until `parties` processes have each written their file in `folder` (this one's included), polling every
+    50 ms, or until `timeout` seconds have passed: what a timed row records about it."""
+    path = Path(folder)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / f"ready.{os.getpid()}").touch()
+    t = time.monotonic()
+    while len(list(path.glob("ready.*"))) < parties:
+        if time.monotonic() - t > timeout:
+            return {"barrier": f"timed out after {timeout:.0f} s: not every process reached it"}
+        time.sleep(0.05)
+    return {"barrier_wait_s": time.monotonic() - t}
+
+
 def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "default"),
-                  repeats: int = 2) -> list[dict]:
+                  repeats: int = 2, barrier=None) -> list[dict]:
     """Whole rounds at the profile's own E (tau 0: label ratio 1, every client sample trained on), from the same state,
     for each engine.Speed variant: wall time and phases of each timed round, and the replay time of the vectorized
     engine's captured step. No projection from fewer epochs: an 800-round run is 800 such rounds.
@@ -301,7 +317,11 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     Warm-up, untimed: short rounds (six steps a client, the sixth its first partial batch, so the padded step is
     captured and compiled there too), twice for a compiled variant (it recompiles on its second call); every round of
     a variant trains the same model object (fresh_state), so nothing is captured or compiled inside a timed round. A
-    compiled variant still gets a third timed round, and the median of a variant's rounds is reported."""
+    compiled variant still gets a third timed round, and the median of a variant's rounds is reported.
+
+    barrier: None, or a function called once, after the first variant's warm-up and before its first timed round,
+    whose dict goes into every row (file_barrier: processes sharing a GPU start timing together). Each row holds the
+    wall clock (time.time()) of its round's start and end, so that such processes' overlap can be checked."""
     import copy
 
     from semifl_core import bench
@@ -311,7 +331,7 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     data, source = bench.bench_data(cfg, None, dev, synthetic=True)
     start = Experiment(cfg, data, dev).new_state()
     speeds = {v: speed_variant(v, dev) for v in variants}   # every name checked before anything runs
-    rows = []
+    rows, met = [], None
     with captured_steps() as graphs:
         for v in variants:
             speed = speeds[v]
@@ -323,15 +343,20 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
             with bench.short_client_training(exp, dev, through_partial=True):   # compiled: recompiles on call 2
                 for _ in range(2 if speed.compile else 1):
                     exp.round(fresh_state(start, model), 0)
+            bench._sync(dev)
+            if barrier is not None and met is None:
+                met = barrier()
+                log(f"barrier: {met}")
             for i in range(1 if v == "baseline" else repeats + bool(speed.compile)):
                 st = fresh_state(start, model)
                 bench._sync(dev)
-                t = time.perf_counter()
+                t, t_start = time.perf_counter(), time.time()
                 m = exp.round(st, 0)
                 bench._sync(dev)
                 wall = time.perf_counter() - t
                 row = {"variant": v, "source": source, "round_s": wall, "client_samples": m.get("client_samples"),
                        "label_ratio": m.get("label_ratio"), "epochs": cfg.local_epochs,
+                       "t_start": t_start, "t_end": time.time(), **(met or {}),
                        **{k: m[k] for k in m if k.startswith("time_")}}
                 row["client_img_s"] = bench.client_images(cfg, m) / m["time_clients"]
                 vec = [g for g in graphs if g.graph is not None and "active" in (g.static or {})]
@@ -462,6 +487,11 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", action="store_true", help="only whole rounds per Speed variant (round_compare)")
     p.add_argument("--variants", default="baseline,default", help="--rounds: the Speed variants, comma-separated: "
                    "baseline, default, or default with switches on (default+compile+masked_steps, or +compile)")
+    p.add_argument("--barrier", help="--rounds: a folder shared by --parties processes; each waits there after its "
+                   "warm-up until all have arrived, then times its rounds (scripts/gpu_procs.py)")
+    p.add_argument("--parties", type=int, default=1, help="--barrier: how many processes meet there (default 1)")
+    p.add_argument("--barrier-timeout", type=float, default=60.0, help="--barrier: seconds to wait before timing "
+                   "alone, which the rows then say (default 60)")
     p.add_argument("--compile", action="store_true", help="only torch.compile (inductor) of the vmap and batch steps, "
                    "captured, beside the eager-captured ones")
     p.add_argument("--fused", action="store_true", help="only one WRN on 200 images and the fused client step at "
@@ -501,8 +531,9 @@ def main(argv=None) -> int:
             (out / "fused.json").write_text(json.dumps(rows, indent=1))
         return 0
     if args.rounds:
+        barrier = (lambda: file_barrier(args.barrier, args.parties, args.barrier_timeout)) if args.barrier else None
         rows.extend(round_compare(log, "cpu" if args.smoke else "cuda", "smoke" if args.smoke else "paper",
-                                  variants=args.variants.split(",")))
+                                  variants=args.variants.split(","), barrier=barrier))
         keys = ["variant", "round_s", "time_clients", "time_sbn", "time_server", "time_eval", "client_img_s",
                 "replay_ms", "800_rounds_h", "client_samples", "label_ratio"]
         lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
