@@ -11,6 +11,7 @@ from semifl_core.augment import mixup
 from semifl_core.engine import cosine_lr, module_net
 from semifl_core.methods import semifl, skew_losses
 from semifl_core.tasks import epoch_batches
+from semifl_core.net import sample_ce
 from semifl_core.config import profile
 
 
@@ -186,10 +187,112 @@ def test_the_smoke_profile_trains_the_clients_in_every_round(engine, tmp_path, m
     import pandas as pd
     from semifl_core.data import synthetic
     from semifl_core.run import run
-    calls, real = [], semifl.client_loss
-    monkeypatch.setattr(semifl, "client_loss", lambda f, b, *a: (calls.append(1), real(f, b, *a))[1])
+    calls, real = [], semifl.parts_loss
+    monkeypatch.setattr(semifl, "parts_loss", lambda f, b, *a: (calls.append(1), real(f, b, *a))[1])
     for seed in (0, 1, 2):
         calls.clear()
         out = run(profile("smoke", seed=seed, engine=engine), tmp_path, device="cpu", progress=False, data=synthetic())
         m = pd.read_csv(f"{out['path']}/metrics.csv")
         assert (m.client_samples > 0).all() and (m.label_ratio < 1).any() and calls, seed
+
+
+# ---------------------------------------------------------------------- a variant's parts of the loss (semifl.Parts)
+def _batch(seed=0):
+    torch.manual_seed(seed)
+    return {"x": torch.randn(6, 4), "y": torch.tensor([0, 1, 0, 1, 0, 2]), "x_weak": torch.randn(6, 4),
+            "x_mix": torch.randn(6, 4), "y_mix": torch.tensor([1, 0, 0, 1, 1, 0]), "lam": torch.tensor(0.3)}
+
+
+def smoothed_ce(eps):
+    """A label-smoothing CE per sample: (1 - eps) CE + eps times the mean of -log p over the classes."""
+    def ce(logits, y, b):
+        return (1 - eps) * sample_ce(logits, y) - eps * torch.log_softmax(logits, -1).mean(-1)
+    return ce
+
+
+@pytest.mark.parametrize("remedy, rows", [
+    (skew_losses.Remedy(), {}),
+    (skew_losses.FedRS(0.5), {"rs": torch.tensor([1.0, 1.0, 0.5]).expand(6, -1)}),
+    (skew_losses.FedVLS(0.1), {"prior": torch.tensor([0.5, 0.5, 0.0]).expand(6, -1)}),   # the sample of class 2 leaves
+])
+def test_the_loss_parts_change_one_at_a_time_and_keep_the_remedy(remedy, rows):
+    """SemiFL's parts at their defaults are its loss exactly (Eq. 5, 6, the remedy's CEs and terms); a per-sample fix
+    CE replaces L_fix alone (and reads the remedy's logits and weights: plain CE through it gives the remedy's loss),
+    a weight scales its part alone, `mix` replaces L_mix alone."""
+    from dataclasses import replace
+    b, f = {**_batch(), **rows}, torch.nn.Linear(4, 3)
+    base = semifl.Parts(remedy)
+    out_fix, out_mix = f(b["x"]), f(0.3 * b["x_weak"] + 0.7 * b["x_mix"])
+    ce = lambda out, y: remedy.ce(out, y, b)  # noqa: E731
+    l_fix, l_mix = ce(out_fix, b["y"]), 0.3 * ce(out_mix, b["y"]) + 0.7 * ce(out_mix, b["y_mix"])
+    extra = remedy.extra(module_net(f), b, out_fix, out_mix, 0.3 * b["x_weak"] + 0.7 * b["x_mix"])
+    loss = lambda parts: semifl.parts_loss(module_net(f), b, parts)[0]  # noqa: E731
+    assert torch.equal(loss(base), semifl.client_loss(module_net(f), b, remedy)[0])
+    torch.testing.assert_close(loss(base), l_fix + l_mix + extra)
+    torch.testing.assert_close(loss(replace(base, fix_ce=lambda z, y, b: sample_ce(z, y))), loss(base))
+    eps = 0.1
+    logits = remedy.logits(out_fix, b)
+    w = remedy.weights(b["y"], b)
+    w = torch.ones(6) if w is None else w
+    smooth = ((smoothed_ce(eps)(logits, b["y"], b) * w).sum() / w.sum())
+    torch.testing.assert_close(loss(replace(base, fix_ce=smoothed_ce(eps))), smooth + l_mix + extra)
+    torch.testing.assert_close(loss(replace(base, fix_weight=2.0)), 2 * l_fix + l_mix + extra)
+    torch.testing.assert_close(loss(replace(base, mix_weight=0.5)), l_fix + 0.5 * l_mix + extra)
+    torch.testing.assert_close(loss(replace(base, mix=lambda p, out, b: out.pow(2).mean())),
+                               l_fix + out_mix.pow(2).mean() + extra)
+
+
+def test_parts_built_anew_with_the_same_code_and_values_are_one_loss():
+    """A variant builds its parts every round: equal code and values give an equal loss key, so a captured step is
+    reused; another value is another loss."""
+    from dataclasses import replace
+
+    from semifl_core.net import loss_key
+    make = lambda eps: semifl.loss_of(replace(semifl.Parts(), fix_ce=smoothed_ce(eps)))  # noqa: E731
+    assert loss_key(make(0.1)) == loss_key(make(0.1)) != loss_key(make(0.2))
+
+
+@pytest.mark.parametrize("engine", ["sequential", "vectorized"])
+def test_a_variant_keeps_every_semifl_switch_by_construction(engine, monkeypatch):
+    """A variant whose own term reads every weight (a proximal term) under frozen_head: the head keeps its received
+    weights through local training in both engines (the switch wraps the variant's loss); and the variant's loss is
+    what SemiFL's clients train with, the remedy's CE inside it."""
+    from semifl_core.config import profile
+    from semifl_core.data import synthetic
+    from semifl_core.engine import SequentialEngine, VectorizedEngine
+    from semifl_core.methods import METHODS, SEMIFL, Method, register
+    from semifl_core.models import make_model
+    from semifl_core.net import graph_safe, sq_distance
+    from semifl_core.tasks import make_tasks
+
+    def prox(cfg, base):
+        @graph_safe
+        def loss(f, b):
+            value, counts = base(f, b)
+            return value + 0.5 * sq_distance(f.params, f.start), counts
+        return loss
+
+    register(Method("test-prox", "Test-Prox", variant_of=SEMIFL, client_loss=prox))
+    try:
+        cfg = profile("smoke", algorithm="test-prox", frozen_head=True, mix_loss=False, local_epochs=2.0)
+        loss, views = semifl.client_objective(cfg)
+        assert loss.frozen == ("fc.",)
+        data = synthetic()
+        torch.manual_seed(0)
+        model = make_model(cfg, 3)
+        with torch.no_grad():
+            model.fc.weight.add_(1.0)   # far from zero: a term on all weights would move it
+        specs = [{"x": data.x_train[a:a + n], "y": data.y_train[a:a + n]} for a, n in ((0, 23), (30, 12))]
+        tasks = make_tasks(specs, 10, 2.0, np.random.default_rng(0), torch.Generator().manual_seed(0), flip=True,
+                           strong_variant=cfg.strong_aug, **views)
+        cls = SequentialEngine if engine == "sequential" else VectorizedEngine
+        params, _, _ = cls(cfg, data.mean, data.std).train(model, tasks, loss, 0.05, [None, None])
+        start = dict(model.named_parameters())
+        for i in range(2):
+            assert torch.equal(params["fc.weight"][i], start["fc.weight"].detach())
+            assert not torch.equal(params["features.0.weight"][i], start["features.0.weight"].detach())
+        # off, the same variant trains the head
+        loss_off, _ = semifl.client_objective(cfg.replace(frozen_head=False))
+        assert not getattr(loss_off, "frozen", ())
+    finally:
+        METHODS.pop("test-prox", None)

@@ -48,6 +48,14 @@ class Remedy:
     def ce(self, logits: torch.Tensor, y: torch.Tensor, b: dict) -> torch.Tensor:
         return batch_ce(logits, y, b)
 
+    def logits(self, logits: torch.Tensor, b: dict) -> torch.Tensor:
+        """The logits every cross-entropy of the remedy reads (a variant's own per-sample CE reads them too)."""
+        return logits
+
+    def weights(self, y: torch.Tensor, b: dict) -> torch.Tensor | None:
+        """Per-sample weights of the remedy's cross-entropies (None: the step's real samples, batch_mean)."""
+        return None
+
     def extra(self, f, b: dict, out_fix: torch.Tensor, out_mix, mixed) -> torch.Tensor | float:
         return 0.0
 
@@ -68,8 +76,11 @@ class FedRS(Remedy):
     def rows(self, pseudo_fix, num_classes):
         return {"rs": fedrs_scale(pseudo_fix, num_classes, self.alpha)}
 
+    def logits(self, logits, b):
+        return logits * b["rs"]
+
     def ce(self, logits, y, b):
-        return batch_ce(logits * b["rs"], y, b)
+        return batch_ce(self.logits(logits, b), y, b)
 
 
 # ---------------------------------------------------------------------- FedNTD
@@ -176,12 +187,17 @@ class FedVLS(Remedy):
     def rows(self, pseudo_fix, num_classes):
         return {"prior": prior(pseudo_fix, num_classes)}
 
+    def logits(self, logits, b):
+        return logits + torch.log(b["prior"] + PRIOR_EPS)
+
+    def weights(self, y, b):
+        """A sample labeled with an absent class leaves the CE (the step's padding too)."""
+        present = (b["prior"].gather(-1, y[..., None])[..., 0] > 0).to(b["prior"].dtype)
+        return present * b["valid"].to(present.dtype) if "valid" in b else present
+
     def ce(self, logits, y, b):
-        p = b["prior"]
-        ce = sample_ce(logits + torch.log(p + PRIOR_EPS), y)
-        present = (p.gather(-1, y[..., None])[..., 0] > 0).to(ce.dtype)
-        if "valid" in b:
-            present = present * b["valid"].to(ce.dtype)
+        ce = sample_ce(self.logits(logits, b), y)
+        present = self.weights(y, b).to(ce.dtype)
         return (ce * present).sum(-1) / present.sum(-1).clamp_min(1)
 
     def extra(self, f, b, out_fix, out_mix, mixed):
