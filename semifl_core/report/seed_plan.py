@@ -7,8 +7,8 @@ PAIRED_RULE, with its family's Holm correction, leaves within noise at the commi
 seeds at which its observed per-seed differences would be decided at the family's strictest level
 (rule.seeds_to_decide), capped at CAP; a claim the cap cannot decide gets no runs (the plan says so). The runs are
 queued claim by claim, the one decided for the fewest new CPU hours first (runs another claim already queued cost
-nothing), new seeds numbered on from 2, every arm of a claim at the same seeds, until LONG_BUDGET federated `long`
-runs are queued. The plan reads seeds 0-2 only, so it stays what it was when written, whatever seeds land later.
+nothing), new seeds numbered on from 3, every arm of a claim at the same seeds, until LONG_BUDGET runs of 300
+rounds or more are queued. The plan reads seeds 0-2 only, so it stays what it was when written, whatever seeds land later.
 
     python -m semifl_core.report.seed_plan            # the plan's table (markdown), as docs/verdicts.md shows it
     python -m semifl_core.campaign seed_plan          # trains its runs (a lane; two lanes share the queue)
@@ -31,8 +31,7 @@ from .runs import REPO, train_minutes
 
 PLANNED_FROM = (0, 1, 2)       # the seeds the plan was computed from (committed before it was written)
 CAP = {"small": 10, "long": 8}  # most seeds a claim may get: `small` (30 rounds), `long` (more rounds)
-LONG_BUDGET = 20                # most federated runs of 300 rounds or more the plan queues (Partially Supervised's
-                                # four minutes a `long` run and the 100-round runs not counted)
+LONG_BUDGET = 20                # most runs of 300 rounds or more the plan queues (Partially Supervised's too)
 
 
 @dataclass
@@ -115,8 +114,8 @@ def _minutes(cfg: Config, results_dir=None) -> float:
 
 
 def _budgeted(cfg: Config) -> bool:
-    """A run LONG_BUDGET counts: federated, at the `long` profile's 300 rounds or more."""
-    return cfg.federated and cfg.rounds >= 300
+    """A run LONG_BUDGET counts: one of the `long` profile's 300 rounds or more (a 100-round run is not `long`)."""
+    return cfg.rounds >= 300
 
 
 def plan(results_dir=None) -> tuple[list[Claim], list[tuple[str, Config]]]:
@@ -130,14 +129,14 @@ def plan(results_dir=None) -> tuple[list[Claim], list[tuple[str, Config]]]:
     queued, order, budget = {}, [], LONG_BUDGET
     open_ = [c for c in cs if c.runs]
     cost = lambda c: sum(_minutes(r, results_dir) for r in c.runs if r.key() not in queued)  # noqa: E731
-    fed_long = lambda runs: sum(1 for r in runs if _budgeted(r) and r.key() not in queued)  # noqa: E731
+    long = lambda runs: sum(1 for r in runs if _budgeted(r) and r.key() not in queued)  # noqa: E731
     while open_:
         c = min(open_, key=cost)
         open_.remove(c)
-        if fed_long(c.runs) > budget:
+        if long(c.runs) > budget:
             c.over_budget = True
             continue
-        budget -= fed_long(c.runs)
+        budget -= long(c.runs)
         c.hours = cost(c) / 60
         for r in sorted(c.runs, key=lambda r: (r.seed, r.algorithm != PARTIALLY_SUPERVISED)):
             if r.key() not in queued:
@@ -164,8 +163,8 @@ def table(results_dir=None) -> str:
             planned = str(c.seeds)
         hours = f"{c.hours:.1f}" if hasattr(c, "hours") else ""
         rows.append(f"| {c.name} | {c.family} ({c.m}) | {c.interval} | {c.verdict} | {planned} | {hours} |")
-    fed = sum(1 for _, r in order if _budgeted(r))
-    rows += ["", f"Queued: {len(order)} runs ({fed} federated runs of 300 rounds or more), about "
+    n_long = sum(1 for _, r in order if _budgeted(r))
+    rows += ["", f"Queued: {len(order)} runs ({n_long} of 300 rounds or more), about "
                  f"{sum(_minutes(r, results_dir) for _, r in order) / 60:.0f} CPU hours at the committed runs' pace."]
     return "\n".join(rows)
 
