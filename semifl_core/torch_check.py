@@ -47,9 +47,8 @@ def fix_command(torch_v: str, vision_v: str) -> str:
     local = torch_v.partition("+")[2]
     if vision_v == "-":
         return "pip install torchvision (the release paired with your torch)"
-    if local == "cpu":
-        return f"pip install --force-reinstall --no-deps torchvision=={vision_v.partition('+')[0]} --index-url {CPU_INDEX}"
-    return f"pip install --force-reinstall --no-deps torchvision=={vision_v.partition('+')[0]} (the build for torch {torch_v})"
+    pin = f"pip install --force-reinstall --no-deps torchvision=={vision_v.partition('+')[0]}"
+    return f"{pin} --index-url {CPU_INDEX}" if local == "cpu" else f"{pin} (the build for torch {torch_v})"
 
 
 def repair() -> bool:

@@ -115,7 +115,7 @@ def test_table1_keeps_the_paper_only_rows_apart_and_prints_paper_cells_as_ours()
     assert not ours.method.str.contains("paper only").any() and "Pi-Model" not in set(ours.method)
     assert {"Pi-Model", "FedMatch", "FedRGD"} <= set(only.method)
     paper_col = next(c for c in ours.columns if c.startswith("paper"))
-    assert ours.set_index("method").loc[label_of(FULLY_SUPERVISED), paper_col] == "95.3 (0.1)"
+    assert ours.set_index("method").loc[label_of(FULLY_SUPERVISED), paper_col] == "95.3 (0.1) n=4"
     assert ours.set_index("method").loc[label_of(FEDAVG_FIXMATCH), paper_col].eq("-").all()   # no paper row: '-'
     assert "nan" not in report.table_html(ours).lower()
     assert not ours.map(lambda v: "fedavg-" in str(v) or "non-iid" in str(v)).any().any()

@@ -148,6 +148,12 @@ def paper_column_for(dataset: str, num_supervised: int) -> tuple[str, int]:
     return "cifar10", min((250, 4000), key=lambda n: abs(math.log(n) - math.log(max(num_supervised, 1))))
 
 
+# How many runs each paper's cell averages, as the paper says: SemiFL "conduct[s] four random experiments for all the
+# datasets with different seeds, and the standard errors are shown inside the parentheses" (Section 5); FedDure's
+# Table 1 is the mean of three runs, printed without spread; CBAFed's Table 1 prints one number a cell, no n given.
+SEMIFL_RUNS, FEDDURE_RUNS, CBAFED_RUNS = 4, 3, None
+
+
 # ---------------------------------------------------------------------- FedDure (AAAI 2024), Table 1
 # FedDure's (labeled, unlabeled) partitions: (IID, IID), (IID, DIR), (DIR, DIR), Dirichlet 0.5; K=100 clients, 5 a
 # round, 200 rounds, ResNet-9; mean of 3 runs, printed without spread.

@@ -286,7 +286,8 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
     c, v, i = head.index(head[0]), head.index("verdict"), head.index(INTERVAL)
     out = []
     for part in ("Non-IID, K=2", "Dir(0.1)"):
-        for rival, short in (("Partially Supervised", "Partially Supervised"), ("SemiFL's fixed rule", "the fixed rule")):
+        for rival, short in (("Partially Supervised", "Partially Supervised"),
+                             ("SemiFL's fixed rule", "the fixed rule")):
             rows = [r for r in table[1:] if r[c].endswith(f"beats {rival} under {part} at 300 rounds")]
             if not rows:
                 continue

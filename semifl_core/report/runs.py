@@ -140,7 +140,8 @@ def _cell_texts(col: pd.Series) -> list[str]:
 def table_html(df: pd.DataFrame) -> str:
     """The one table style of every notebook, as HTML with inline styles (they survive JupyterLab's sanitizer, a
     <style> block does not): text columns left, numeric columns right (numeric_column), cells of at most WRAP_AT
-    characters on one line (headers wrap at spaces), display names (display_name), NA for a missing value. Deterministic: a re-render of the
+    characters on one line (headers wrap at spaces), display names (display_name), NA for a missing value.
+    Deterministic: a re-render of the
     same frame gives the same bytes (nbval compares them)."""
     from html import escape
     df = _shown_frame(df)

@@ -8,7 +8,8 @@ seeds at which its observed per-seed differences would be decided at the family'
 (rule.seeds_to_decide), capped at CAP; a claim the cap cannot decide gets no runs (the plan says so). The runs are
 queued claim by claim, the one decided for the fewest new CPU hours first (runs another claim already queued cost
 nothing), new seeds numbered on from 3, every arm of a claim at the same seeds, until LONG_BUDGET runs of 300
-rounds or more are queued. The plan reads seeds 0-2 only, so it stays what it was when written, whatever seeds land later.
+rounds or more are queued. The plan reads seeds 0-2 only, so it stays what it was when written, whatever seeds land
+later.
 
     python -m semifl_core.report.seed_plan            # the plan's table (markdown), as docs/verdicts.md shows it
     python -m semifl_core.campaign seed_plan          # trains its runs (a lane; two lanes share the queue)

@@ -83,9 +83,18 @@ def accuracy(df, ds, n, method, part=None, metric="best_acc"):
     return float(v.mean()) if len(v) else math.nan, mean_std(v), v
 
 
-def paper_cell(text):
-    """A paper's cell in our format: '95.3(0.1)' -> '95.3 (0.1)'; None (the paper has none) -> '-'."""
-    return "-" if text is None or text != text else re.sub(r"(\d)\(", r"\1 (", str(text))   # None or NaN
+def paper_cell(text, n=paper.SEMIFL_RUNS):
+    """A paper's cell in our format, 'mean (spread) n=k', one decimal: '95.3(0.1)' -> '95.3 (0.1) n=4' (SemiFL's
+    spread is a standard error over its four seeds), '85.34' -> '85.3 n=4' (no spread printed), n=None -> 'n not
+    given'; words after the number stay; None (the paper has none) -> '-'."""
+    if text is None or text != text:   # None or NaN
+        return "-"
+    m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(?:\((\d+(?:\.\d+)?)\))?(.*)$", str(text))
+    if not m:
+        return str(text)
+    value, spread, rest = m.groups()
+    cell = f"{float(value):.1f}" + (f" ({spread})" if spread else "") + (f" n={n}" if n else " n not given")
+    return cell + (f" {rest.strip()}" if rest.strip() else "")
 
 
 def table1(df, ds, n, methods=()) -> pd.DataFrame:
@@ -403,7 +412,8 @@ def scale_table(df) -> pd.DataFrame:
         by_seed = {k: {s: x for s, x in d.items() if x == x} for k, d in by_seed.items()}
         rows.append({"point": point, "n": len(v[semi]), fsl: mean_std(v[fsl]), psl: mean_std(v[psl]),
                      semi: mean_std(v[semi]), "SemiFL - Partially": mean_std(v["gain"]),
-                     "gap closed (%)": mean_std(v["closed"]), "SemiFL above Partially": above(by_seed[semi], by_seed[psl]),
+                     "gap closed (%)": mean_std(v["closed"]),
+                     "SemiFL above Partially": above(by_seed[semi], by_seed[psl]),
                      "_gain": v["gain"], "_closed": v["closed"], "_semi": v[semi], "_psl": v[psl]})
     return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi", "_psl"])
 
@@ -530,7 +540,7 @@ def feddure_table(df, metric="final_acc") -> pd.DataFrame:
             name = paper.FEDDURE_SETTING_NAMES[s]
             row[f"{name} this run"] = mean_std(feddure_values(df, label, name, metric))
             theirs = paper.feddure_table1(method, s) if over.get("feddure_variant", "paper") == "paper" else None
-            row[f"{name} FedDure paper"] = theirs or "-"
+            row[f"{name} FedDure paper"] = paper_cell(theirs, paper.FEDDURE_RUNS)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -680,7 +690,7 @@ def cbafed_table(df, cfgs: dict) -> pd.DataFrame:
         at = df[df.label == label].sort_values("seed")
         rows.append({"method": label, "ours, final": mean_std(at.final_acc),
                      CBAFED_BEST: mean_std(best_after(at.path, cfg.cbafed_warmup)),
-                     CBAFED_PAPER: paper.CBAFED_TABLE1.get(m, "-")})
+                     CBAFED_PAPER: paper_cell(paper.CBAFED_TABLE1.get(m), paper.CBAFED_RUNS)})
     return pd.DataFrame(rows)
 
 
@@ -697,7 +707,8 @@ def cbafed_code_table(df_code, df_own, cfgs_code: dict) -> pd.DataFrame:
         warm = cfgs_code[label].cbafed_warmup
         rows.append({"method": label_of(m), "released code, final": mean_std(code.final_acc),
                      "released code, best round": mean_std(best_after(code.path, warm)),
-                     "paper variant, final": mean_std(own.final_acc), CBAFED_PAPER: paper.CBAFED_TABLE1.get(m, "-")})
+                     "paper variant, final": mean_std(own.final_acc),
+                     CBAFED_PAPER: paper_cell(paper.CBAFED_TABLE1.get(m), paper.CBAFED_RUNS)})
     return pd.DataFrame(rows)
 
 
@@ -713,7 +724,7 @@ def cbafed_setting(df, cfgs: dict) -> str:
            "seeds " + "; ".join(f"{m}: {v}" for m, v in seeds.items()))
     return (f"Ours: {labeled}; {cfg.model}, {cfg.cbafed_warmup} warm-up + "
             f"{cfg.rounds - cfg.cbafed_warmup} federated rounds; {ran}. {CBAFED_PAPER}: ResNet-18, 501 + 501 rounds, "
-            "a Dirichlet-drawn labeled client, one run per cell.")
+            "a Dirichlet-drawn labeled client, one number a cell (no spread, n not given).")
 
 
 def cbafed_labeled_clients(cfgs: dict, seeds, data_root=None) -> pd.DataFrame:
@@ -736,7 +747,8 @@ def cbafed_labeled_clients(cfgs: dict, seeds, data_root=None) -> pd.DataFrame:
 
 def cbafed_paper_only() -> pd.DataFrame:
     """The rows of CBAFed's Table 1 (Fashion-MNIST) that the package does not run: their published number only."""
-    return pd.DataFrame([{"method": k.replace(" (paper only, not run)", ""), "CBAFed paper (theirs), not run here": v}
+    return pd.DataFrame([{"method": k.replace(" (paper only, not run)", ""),
+                          "CBAFed paper (theirs), not run here": paper_cell(v, paper.CBAFED_RUNS)}
                          for k, v in paper.CBAFED_PAPER_ONLY.items()])
 
 
