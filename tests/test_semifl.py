@@ -242,6 +242,14 @@ def test_the_loss_parts_change_one_at_a_time_and_keep_the_remedy(remedy, rows):
                                l_fix + out_mix.pow(2).mean() + extra)
 
 
+def test_a_part_the_loss_does_not_have_is_one_line():
+    from semifl_core.config import ConfigError
+    with pytest.raises(ConfigError, match=r"^SemiFL's client loss has no part 'fix_cee'; its parts: fix_ce, mix, "
+                                          r"fix_weight, mix_weight$"):
+        semifl.Parts().change(fix_cee=sample_ce)
+    assert semifl.Parts().change(mix_weight=0.5).mix_weight == 0.5
+
+
 def test_parts_built_anew_with_the_same_code_and_values_are_one_loss():
     """A variant builds its parts every round: equal code and values give an equal loss key, so a captured step is
     reused; another value is another loss."""

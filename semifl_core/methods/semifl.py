@@ -12,7 +12,7 @@ global_pseudo_labels=False pseudo-labels each batch with the model being trained
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Callable
 
 import numpy as np
@@ -46,6 +46,15 @@ class Parts:
     mix: Callable | None = None
     fix_weight: float = 1.0
     mix_weight: float = 1.0
+
+    def change(self, **parts) -> "Parts":
+        """These parts with some replaced (dataclasses.replace); a part SemiFL's loss does not have is one line."""
+        allowed = [f.name for f in fields(self) if f.name != "remedy"]
+        for name in parts:
+            if name not in allowed:
+                from ..errors import ConfigError
+                raise ConfigError(f"SemiFL's client loss has no part {name!r}; its parts: {', '.join(allowed)}")
+        return replace(self, **parts)
 
     def _key(self):
         return (self.remedy, loss_key(self.fix_ce), loss_key(self.mix), self.fix_weight, self.mix_weight)
