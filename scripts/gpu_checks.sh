@@ -3,6 +3,8 @@
 # named (END_S, 465 s from its start: each part gets the time it asks for or what is left, whichever is less, and a
 # part with less than its minimum left is skipped and says so), leaving the rest of a 15-minute lease for a rerun of
 # the part that failed (PARTS picks them). Parts, in the order they run (most seconds / fewest to start):
+#   graphs every client its own CUDA graph on its own stream against the vmap step, 10 and 40 clients, fp32 and bf16
+#          NHWC (scripts/client_graphs_probe.py; 150 / 60 s); its rule is in BENCHMARKS.md, written before it ran
 #   tests  the CUDA tests of the engine: with TESTS=all first every one but compile's (graphs equal eager, captured
 #          once per run, masked steps, the fused step, bf16; 70 / 30 s), then the compile tests (140 / 60 s)
 #   tau0   whole tau-0 `paper` rounds at E=5, the default and $TAU0's switches (scripts/gpu_step_probe.py --rounds;
@@ -23,13 +25,13 @@
 # Every part runs under `timeout -k 10` (a run's stop handler takes SIGTERM; SIGKILL follows 10 s later, counted in
 # its share). What it keeps is in $OUT, flat, at most 6 files whatever parts are named (the device tool brings back
 # 8): checks.log (this script's own lines), parts.log (every part's output, one after another, the tests' included)
-# and one json per part that writes one: tau0.json, procs.json, step.json, real.json.
+# and one file per part that writes one: graphs.md, tau0.json, procs.json, step.json, real.json.
 set -u
 PY=${PY:-python3}   # a device machine has no venv: its python3 has torch
 SM=${SMOKE:+--smoke}
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-checks}
-PARTS=${PARTS:-tests tau0 procs}      # step and real: measured on 2026-11-28 (BENCHMARKS.md); name them to add them
+PARTS=${PARTS:-graphs tests tau0}     # procs, step and real: name them to add them (step and real measured 2026-11-28)
 TESTS=${TESTS:-compile}               # the compile tests alone (the others passed on 2026-11-28); all: every one
 TAU0=${TAU0:-default,+compile}        # +fused failed its rule on 2026-11-28 (0.92 of the default's round)
 END=${END_S:-465}                     # every part has ended by then (seconds from the start); the rule's 10 s after
@@ -64,6 +66,11 @@ last() { if [ -f "$TMP/$1.out" ]; then tail -1 "$TMP/$1.out"; else echo "(not ru
 { timeout 30 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader 2>&1
   timeout 60 $PY -c "import torch; print('torch', torch.__version__)" 2>&1; } | tee -a "$OUT/checks.log"
 # Predictions, written before the call (BENCHMARKS.md, "The next device call, prepared"): see there.
+if has graphs && budget graphs 150 60; then
+  part graphs "$LIMIT" env OUT="$TMP/graphs" $PY scripts/client_graphs_probe.py $SM
+  cp "$TMP/graphs/client-graphs.md" "$OUT/graphs.md" 2>/dev/null
+  say "graphs (exit ${RC[graphs]}): $(grep -c '^| [fb]' "$TMP/graphs.out" 2>/dev/null) rows"
+fi
 if has tests; then
   if [ "$TESTS" = all ] && budget tests-cuda 70 30; then
     part tests-cuda "$LIMIT" $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider \

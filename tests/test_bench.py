@@ -100,6 +100,22 @@ def test_the_step_probe_computes_the_same_gradients_client_by_client_as_vmap(tmp
     assert row["rel_diff"] < rtol(1, longest_sum(2, (3, 32, 32)))   # one step, batch 2 (tests/float_bound.py)
 
 
+def test_the_per_client_graphs_probe_steps_each_client_as_the_vmap_step_does(tmp_path):
+    """scripts/client_graphs_probe.py --smoke (streams and graphs are no-ops on a CPU): each client's own step, with
+    its clipping and momentum SGD, leaves the weights the vmap step over the stacked clients leaves, to the float bound
+    of one step; and the probe says so in one line."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, str(repo / "scripts" / "client_graphs_probe.py"), "--smoke"],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "OMP_NUM_THREADS": "1", "OUT": str(tmp_path)})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "per-client step equals the vmap step" in out.stdout and (tmp_path / "client-graphs.md").exists()
+
+
 def _script(name: str):
     """scripts/<name>.py loaded as a module (scripts/ is not a package)."""
     import importlib.util

@@ -1,0 +1,237 @@
+"""Every client its own CUDA graph on its own stream: the probe, and the numbers its rule reads (BENCHMARKS.md, "Per-client
+graphs on streams: the rule, written before the probe").
+
+n clients, each an ordinary network (a copy of the `paper` profile's WRN-28-2: no grouped convolution, no vmap) with
+its own weights, momentum and inputs. One client step is SemiFL's client step in one forward: the fix and the mix
+batch (b images each) through the network together, a cross-entropy on each half, backward, gradient clipping, SGD
+with momentum on the client's flat parameter list. Each client's full step is captured once as a CUDA graph, and so is
+its partial last batch (r < b images: its own small graph, no padding, no mask). A step of all clients replays each
+client's graph on its own CUDA stream, so that the GPU runs them side by side.
+
+Against it, on the same data: the vmap step (vmap(grad) over the stacked clients, every convolution a grouped one, and
+the same SGD on the stacked weights), captured as one graph: what the vectorized engine's full step computes.
+
+Timed per mode, fp32 (TF32 convolutions, NCHW: the default) and bf16 (autocast, channels_last), at 10 clients (one
+run's round) and 40 (four runs' rounds, as one process): the median over replays (CUDA events), and a round's client
+phase from each client's own step count (full steps, then its partial one).
+
+Device call, from the repository root: `python3 scripts/client_graphs_probe.py` (under 3 minutes on an H200; $OUT set:
+its table goes there too). `--smoke`: tiny sizes on the CPU (streams and graphs are no-ops there): checks that the
+per-client step and the vmap step give the same weights after a step, to the float bound of tests/float_bound.py.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import os
+import statistics
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch.func import functional_call, grad, vmap
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from semifl_core.config import profile  # noqa: E402
+from semifl_core.models import make_model  # noqa: E402
+
+LR, MOMENTUM, CLIP = 0.03, 0.9, 5.0   # the paper profile's client SGD (clipping at the engine's norm bound)
+
+
+def clients(n: int, b: int, dev, model_name: str, channels_last: bool, seed: int = 0):
+    """n client networks (the start model plus a little noise each) and each one's fix and mix batch, labels."""
+    torch.manual_seed(seed)
+    base = make_model(profile("paper").replace(model=model_name), 3).to(dev).train()
+    fmt = torch.channels_last if channels_last else torch.contiguous_format
+    nets, data = [], []
+    shape = (3, 32, 32) if model_name.startswith("wrn") else (3, 28, 28)
+    for _ in range(n):
+        net = copy.deepcopy(base).to(memory_format=fmt)
+        with torch.no_grad():
+            for p in net.parameters():
+                p.add_(0.01 * torch.randn_like(p))
+        x = torch.randn(2 * b, *shape, device=dev).contiguous(memory_format=fmt)
+        nets.append(net)
+        data.append((x, torch.randint(0, 10, (2 * b,), device=dev)))
+    return base, nets, data
+
+
+def client_step(net, buf, x, y, bf16: bool):
+    """One client step: one forward of fix and mix batch, a CE on each half, clipping, SGD with momentum."""
+    params = [p for p in net.parameters()]
+    with torch.autocast("cuda", torch.bfloat16) if bf16 else nullcontext():
+        out = net(x).float()
+    half = x.shape[0] // 2
+    loss = F.cross_entropy(out[:half], y[:half]) + F.cross_entropy(out[half:], y[half:])
+    grads = torch.autograd.grad(loss, params)
+    norm = torch.linalg.vector_norm(torch.stack(torch._foreach_norm(grads)))
+    scale = torch.clamp(CLIP / (norm + 1e-6), max=1.0)
+    grads = torch._foreach_mul(grads, scale)
+    torch._foreach_mul_(buf, MOMENTUM)
+    torch._foreach_add_(buf, grads)
+    with torch.no_grad():
+        torch._foreach_add_(params, buf, alpha=-LR)
+
+
+def vmap_step(base, nets, data, bf16: bool):
+    """The same step for all clients at once: vmap(grad) over stacked weights, then the same SGD on the stacks."""
+    names = [k for k, _ in base.named_parameters()]
+    stacked = {k: torch.stack([dict(n.named_parameters())[k].detach() for n in nets]) for k in names}
+    bufs = {k: torch.zeros_like(v) for k, v in stacked.items()}
+    buffers = dict(base.named_buffers())
+    xs, ys = torch.stack([d[0] for d in data]), torch.stack([d[1] for d in data])
+
+    def loss(p, x, y):
+        with torch.autocast("cuda", torch.bfloat16) if bf16 else nullcontext():
+            out = functional_call(base, (p, buffers), (x,)).float()
+        half = x.shape[0] // 2
+        return F.cross_entropy(out[:half], y[:half]) + F.cross_entropy(out[half:], y[half:])
+
+    g_all = vmap(grad(loss))
+
+    def step():
+        g = g_all(stacked, xs, ys)
+        norms = torch.linalg.vector_norm(torch.stack([v.flatten(1).norm(dim=1) for v in g.values()], 1), dim=1)
+        scale = torch.clamp(CLIP / (norms + 1e-6), max=1.0)
+        for k in names:
+            s = scale.view(-1, *[1] * (g[k].dim() - 1))
+            bufs[k].mul_(MOMENTUM).add_(g[k] * s)
+            stacked[k].sub_(LR * bufs[k])
+        return stacked
+    return step
+
+
+def graphs_on_streams(nets, data, bf16: bool, cuda: bool, r: int):
+    """(full step of all clients, each its own graph on its own stream; partial steps likewise, r images each)."""
+    def one(net, x, y, buf):
+        return lambda: client_step(net, buf, x, y, bf16)
+
+    bufs = [[torch.zeros_like(p) for p in net.parameters()] for net in nets]
+    fulls = [one(net, x, y, buf) for net, (x, y), buf in zip(nets, data, bufs)]
+    partials = [one(net, x[:2 * r], y[:2 * r], buf) for net, (x, y), buf in zip(nets, data, bufs)]
+    if not cuda:   # streams and graphs are no-ops on the CPU: one client after another
+        return (lambda: [f() for f in fulls]), (lambda: [f() for f in partials])
+    streams = [torch.cuda.Stream() for _ in nets]
+
+    def capture(fns):
+        graphs = []
+        for fn, s in zip(fns, streams):
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(3):
+                    fn()
+            torch.cuda.current_stream().wait_stream(s)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, stream=s):
+                fn()
+            graphs.append(g)
+        return graphs
+
+    full_g, part_g = capture(fulls), capture(partials)
+
+    def replay(graphs, steps=None):
+        main = torch.cuda.current_stream()
+        for c, (g, s) in enumerate(zip(graphs, streams)):
+            s.wait_stream(main)
+            with torch.cuda.stream(s):
+                for _ in range(1 if steps is None else steps[c]):
+                    g.replay()
+        for s in streams:
+            main.wait_stream(s)
+    return (lambda steps=None: replay(full_g, steps)), (lambda: replay(part_g))
+
+
+def captured(fn):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
+def ms(fn, reps: int = 20, rounds: int = 5) -> float:
+    """Median over `rounds` of the mean time of `reps` calls (CUDA events), in ms."""
+    times = []
+    for _ in range(rounds):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(reps):
+            fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) / reps)
+    return statistics.median(times)
+
+
+def smoke() -> int:
+    """CPU: one per-client step and one vmap step from the same weights and data give the same weights."""
+    from float_bound import assert_near, longest_sum, rtol  # noqa: E402 (tests/float_bound.py)
+    base, nets, data = clients(2, 2, "cpu", "cnn", False)
+    before = copy.deepcopy(nets)
+    full, _ = graphs_on_streams(nets, data, False, cuda=False, r=1)
+    full()
+    stacked = vmap_step(base, before, data, False)()
+    tol = rtol(1, longest_sum(4, (3, 28, 28)))   # one step, 4 images of 28x28
+    for c, net in enumerate(nets):   # each client's weights as one vector (a bias alone has no relative bound)
+        assert_near({k: p.detach() for k, p in net.named_parameters()}, {k: v[c] for k, v in stacked.items()}, tol,
+                    f"client {c}")
+    print("smoke: per-client step equals the vmap step (2 clients, cnn)")
+    return 0
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--ns", default="10,40")
+    ap.add_argument("--steps", default="", help="per-client full steps of a round (default: 245 each, 240-250)")
+    args = ap.parse_args(argv)
+    if args.smoke:
+        sys.path.insert(0, str(ROOT / "tests"))
+        smoke()
+        if os.environ.get("OUT"):
+            Path(os.environ["OUT"]).mkdir(parents=True, exist_ok=True)
+            Path(os.environ["OUT"], "client-graphs.md").write_text("(smoke: no timings on a CPU)\n")
+        return 0
+    assert torch.cuda.is_available(), "the probe times CUDA graphs: run it on a GPU (--smoke on a CPU)"
+    torch.backends.cudnn.benchmark = True
+    b, r, rows = 10, 4, []
+    for mode, bf16, cl in (("fp32 (TF32) NCHW", False, False), ("bf16 NHWC", True, True)):
+        for n in map(int, args.ns.split(",")):
+            base, nets, data = clients(n, b, "cuda", "wrn28x2", cl)
+            vm = ms(captured(vmap_step(base, copy.deepcopy(nets), data, bf16)))
+            full, part = graphs_on_streams(nets, data, bf16, cuda=True, r=r)
+            per = ms(full)
+            steps = [240 + (c * 7) % 11 for c in range(n)]   # clients' own step counts, as a round has them
+            a, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            full(steps)
+            part()
+            e.record()
+            torch.cuda.synchronize()
+            rows.append(dict(mode=mode, n=n, vmap_ms=vm, graphs_ms=per, ratio=per / vm,
+                             round_s=a.elapsed_time(e) / 1000, vmap_round_s=vm * max(steps) / 1000))
+            del nets, data, full, part
+            torch.cuda.empty_cache()
+    lines = ["| mode | clients | vmap step, ms | per-client graphs on streams, ms | ratio | client phase of a round, s "
+             "(own step counts) | vmap, padded to the longest client, s |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    lines += [f"| {x['mode']} | {x['n']} | {x['vmap_ms']:.2f} | {x['graphs_ms']:.2f} | {x['ratio']:.2f} | "
+              f"{x['round_s']:.2f} | {x['vmap_round_s']:.2f} |" for x in rows]
+    text = "\n".join(lines)
+    print(text)
+    if os.environ.get("OUT"):
+        Path(os.environ["OUT"]).mkdir(parents=True, exist_ok=True)
+        Path(os.environ["OUT"], "client-graphs.md").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
