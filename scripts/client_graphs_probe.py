@@ -24,10 +24,10 @@ from __future__ import annotations
 import argparse
 import copy
 import os
-import statistics
 import sys
 from contextlib import nullcontext
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -36,6 +36,9 @@ from torch.func import functional_call, grad, vmap
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from gpu_step_probe import time_replays  # noqa: E402
 from semifl_core.config import profile  # noqa: E402
 from semifl_core.models import make_model  # noqa: E402
 
@@ -117,21 +120,8 @@ def graphs_on_streams(nets, data, bf16: bool, cuda: bool, r: int):
         return (lambda: [f() for f in fulls]), (lambda: [f() for f in partials])
     streams = [torch.cuda.Stream() for _ in nets]
 
-    def capture(fns):
-        graphs = []
-        for fn, s in zip(fns, streams):
-            s.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(s):
-                for _ in range(3):
-                    fn()
-            torch.cuda.current_stream().wait_stream(s)
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, stream=s):
-                fn()
-            graphs.append(g)
-        return graphs
-
-    full_g, part_g = capture(fulls), capture(partials)
+    full_g = [graph_on(fn, s) for fn, s in zip(fulls, streams)]
+    part_g = [graph_on(fn, s) for fn, s in zip(partials, streams)]
 
     def replay(graphs, steps=None):
         main = torch.cuda.current_stream()
@@ -145,31 +135,27 @@ def graphs_on_streams(nets, data, bf16: bool, cuda: bool, r: int):
     return (lambda steps=None: replay(full_g, steps)), (lambda: replay(part_g))
 
 
-def captured(fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
+def graph_on(fn, stream):
+    """fn captured as a CUDA graph on `stream` (three eager warm-up calls there first, as torch asks)."""
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
         for _ in range(3):
             fn()
-    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.current_stream().wait_stream(stream)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, stream=stream):
         fn()
-    return g.replay
+    return g
 
 
-def ms(fn, reps: int = 20, rounds: int = 5) -> float:
-    """Median over `rounds` of the mean time of `reps` calls (CUDA events), in ms."""
-    times = []
-    for _ in range(rounds):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(reps):
-            fn()
-        b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) / reps)
-    return statistics.median(times)
+def captured(fn):
+    """fn as one CUDA graph's replay (captured on a side stream)."""
+    return graph_on(fn, torch.cuda.Stream()).replay
+
+
+def ms(fn) -> float:
+    """fn's median time over replays (gpu_step_probe.time_replays: CUDA events), in ms."""
+    return time_replays(SimpleNamespace(replay=fn))
 
 
 def smoke() -> int:
