@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from float_bound import assert_near, longest_sum, rtol
 from semifl_core.augment import mixup
 from semifl_core.engine import cosine_lr, module_net
-from semifl_core.methods import semifl, skew_losses
+from semifl_core.methods import semifl, semifl_loss, skew_losses
 from semifl_core.tasks import epoch_batches
 from semifl_core.net import sample_ce
 from semifl_core.config import profile
@@ -187,8 +187,8 @@ def test_the_smoke_profile_trains_the_clients_in_every_round(engine, tmp_path, m
     import pandas as pd
     from semifl_core.data import synthetic
     from semifl_core.run import run
-    calls, real = [], semifl.parts_loss
-    monkeypatch.setattr(semifl, "parts_loss", lambda f, b, *a: (calls.append(1), real(f, b, *a))[1])
+    calls, real = [], semifl_loss.parts_loss
+    monkeypatch.setattr(semifl_loss, "parts_loss", lambda f, b, *a: (calls.append(1), real(f, b, *a))[1])
     for seed in (0, 1, 2):
         calls.clear()
         out = run(profile("smoke", seed=seed, engine=engine), tmp_path, device="cpu", progress=False, data=synthetic())
@@ -196,7 +196,7 @@ def test_the_smoke_profile_trains_the_clients_in_every_round(engine, tmp_path, m
         assert (m.client_samples > 0).all() and (m.label_ratio < 1).any() and calls, seed
 
 
-# ---------------------------------------------------------------------- a variant's parts of the loss (semifl.Parts)
+# ---------------------------------------------------------------------- a variant's parts of the loss (semifl_loss.Parts)
 def _batch(seed=0):
     torch.manual_seed(seed)
     return {"x": torch.randn(6, 4), "y": torch.tensor([0, 1, 0, 1, 0, 2]), "x_weak": torch.randn(6, 4),
@@ -221,12 +221,12 @@ def test_the_loss_parts_change_one_at_a_time_and_keep_the_remedy(remedy, rows):
     a weight scales its part alone, `mix` replaces L_mix alone."""
     from dataclasses import replace
     b, f = {**_batch(), **rows}, torch.nn.Linear(4, 3)
-    base = semifl.Parts(remedy)
+    base = semifl_loss.Parts(remedy)
     out_fix, out_mix = f(b["x"]), f(0.3 * b["x_weak"] + 0.7 * b["x_mix"])
     ce = lambda out, y: remedy.ce(out, y, b)  # noqa: E731
     l_fix, l_mix = ce(out_fix, b["y"]), 0.3 * ce(out_mix, b["y"]) + 0.7 * ce(out_mix, b["y_mix"])
     extra = remedy.extra(module_net(f), b, out_fix, out_mix, 0.3 * b["x_weak"] + 0.7 * b["x_mix"])
-    loss = lambda parts: semifl.parts_loss(module_net(f), b, parts)[0]  # noqa: E731
+    loss = lambda parts: semifl_loss.parts_loss(module_net(f), b, parts)[0]  # noqa: E731
     assert torch.equal(loss(base), semifl.client_loss(module_net(f), b, remedy)[0])
     torch.testing.assert_close(loss(base), l_fix + l_mix + extra)
     torch.testing.assert_close(loss(replace(base, fix_ce=lambda z, y, b: sample_ce(z, y))), loss(base))
@@ -246,8 +246,8 @@ def test_a_part_the_loss_does_not_have_is_one_line():
     from semifl_core.config import ConfigError
     with pytest.raises(ConfigError, match=r"^SemiFL's client loss has no part 'fix_cee'; its parts: fix_ce, mix, "
                                           r"fix_weight, mix_weight$"):
-        semifl.Parts().change(fix_cee=sample_ce)
-    assert semifl.Parts().change(mix_weight=0.5).mix_weight == 0.5
+        semifl_loss.Parts().change(fix_cee=sample_ce)
+    assert semifl_loss.Parts().change(mix_weight=0.5).mix_weight == 0.5
 
 
 def test_parts_built_anew_with_the_same_code_and_values_are_one_loss():
@@ -256,7 +256,7 @@ def test_parts_built_anew_with_the_same_code_and_values_are_one_loss():
     from dataclasses import replace
 
     from semifl_core.net import loss_key
-    make = lambda eps: semifl.loss_of(replace(semifl.Parts(), fix_ce=smoothed_ce(eps)))  # noqa: E731
+    make = lambda eps: semifl_loss.loss_of(replace(semifl_loss.Parts(), fix_ce=smoothed_ce(eps)))  # noqa: E731
     assert loss_key(make(0.1)) == loss_key(make(0.1)) != loss_key(make(0.2))
 
 
