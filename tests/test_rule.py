@@ -1,4 +1,4 @@
-"""The paired rule (report.rule.PAIRED_RULE): its intervals against scipy's on known cases, Holm's correction on a
+"""The paired rule (report.rule.RULE): its intervals against scipy's on known cases, Holm's correction on a
 textbook family, the pairing really used, no verdict for too few or unmatched seeds, and the seed-planning rule."""
 import numpy as np
 import pytest
@@ -90,7 +90,7 @@ def test_the_seed_plan_is_the_one_docs_verdicts_shows_and_its_queue_keeps_its_ru
     keys = [r.key() for _, r in order]
     assert len(keys) == len(set(keys)) and all(r.seed >= 3 for _, r in order)
     for c in cs:   # every arm of a queued claim at the same seeds, 3 to its planned n - 1
-        if c.runs and not getattr(c, "over_budget", False):
+        if c.runs and not c.over_budget:
             for arm in (c.a, c.b):
                 assert {r.seed for _, r in order if r.key() in {arm.replace(seed=s).key() for s in range(10)}} \
                     >= set(range(3, c.seeds))

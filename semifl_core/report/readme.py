@@ -29,11 +29,10 @@ import numpy as np
 
 from ..config import PROFILE_GRID
 from ..methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
-from ..methods.pseudo_labels import CLIENT_ADAPTIVE
-from ..results import open_run
 from . import configs as C, paper
 from .claims import INTERVAL, SEPARATION
 from .rule import RULE, above, family, leave_one_out
+from . import runs
 from .runs import REPO
 from .seed_plan import planned_seeds
 from .tables import gap_closed
@@ -79,10 +78,8 @@ PRESENT = re.compile(r"all (\d+) runs are in\s+results")
 
 # ---------------------------------------------------------------------- the headline table, from results/
 def final_accs(cfg, results_dir=None, seeds=SEEDS) -> dict:
-    """{seed: final-round test accuracy} of cfg's complete runs in the store, at `seeds`."""
-    store = Path(results_dir) if results_dir is not None else REPO / "results"
-    found = {s: open_run(store, cfg.replace(seed=s)) for s in seeds}
-    return {s: float(info.summary["final_acc"]) for s, info in found.items() if info.state == "complete"}
+    """{seed: final-round test accuracy} of cfg's complete runs in the store, at `seeds` (runs.final_accs)."""
+    return runs.final_accs(cfg, seeds, results_dir)
 
 
 def cell(values, unit: str = "") -> str:

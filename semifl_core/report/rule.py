@@ -29,7 +29,6 @@ RULE = (
     "and Holm's correction keeps the family's error at 5 %: the interval of the k-th smallest p-value is widened to "
     "level 1 - 0.05 / (m - k + 1), up to the first claim the correction leaves within noise (the rest share that "
     "claim's level).")
-PAIRED_RULE = RULE
 
 SEPARATION_RULE = (
     "The separation rule (the package's rule before the paired one, shown one more release): held when A's mean "
@@ -42,7 +41,7 @@ NOT_WORSE_RULE = ("A one-sided claim 'A not worse than B' is not held when 'B ab
 
 @dataclass(frozen=True)
 class Judged:
-    """One claim under PAIRED_RULE: the mean difference A - B (`diff`), its interval (`low`, `high`) at `level`, the
+    """One claim under RULE: the mean difference A - B (`diff`), its interval (`low`, `high`) at `level`, the
     seeds it rests on (`n`, and `seeds` for a paired claim), the test and its two-sided p-value; `verdict` is "held",
     "not held", "within noise" or a no-verdict text ("not run", "fewer than three seeds: no verdict", "no verdict:
     ..." naming why). `se` and `df` keep the t statistic's parts so that a family correction can widen the interval."""
@@ -90,7 +89,7 @@ def _too_few(a_n: int, b_n: int) -> Judged | None:
 
 
 def paired(a: dict, b: dict, claim: str = "") -> Judged:
-    """PAIRED_RULE for arms that share each seed's draws: a, b map seed -> value. Both arms must hold the same seeds;
+    """RULE for arms that share each seed's draws: a, b map seed -> value. Both arms must hold the same seeds;
     otherwise no verdict, and the reason names the claim and both arms' seeds."""
     if a and b and set(a) != set(b):
         return Judged(f"no verdict: {claim or 'the claim'}'s arms have different seeds (A: {_seeds(a)}; "
@@ -104,7 +103,7 @@ def paired(a: dict, b: dict, claim: str = "") -> Judged:
 
 
 def welch(a, b) -> Judged:
-    """PAIRED_RULE for arms that share no draws (per-seed values, in any order): Welch's t interval."""
+    """RULE for arms that share no draws (per-seed values, in any order): Welch's t interval."""
     a, b = (np.asarray(list(x.values()) if isinstance(x, dict) else x, float) for x in (a, b))
     short = _too_few(len(a), len(b))
     if short is not None:
@@ -116,7 +115,7 @@ def welch(a, b) -> Judged:
 
 
 def versus(v, x: float) -> Judged:
-    """PAIRED_RULE against a fixed number x (a paper's mean, which comes without its seeds): the one-sample t
+    """RULE against a fixed number x (a paper's mean, which comes without its seeds): the one-sample t
     interval of mean(v) - x."""
     v = np.asarray(list(v.values()) if isinstance(v, dict) else v, float)
     short = _too_few(len(v), len(v) if np.isfinite(x) else 0)

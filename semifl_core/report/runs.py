@@ -303,6 +303,14 @@ def _row(label, cfg, s) -> dict:
             "draw": draw_of(cfg)}
 
 
+def final_accs(cfg: Config, seeds, results_dir=None) -> dict:
+    """{seed: final-round test accuracy} of cfg's complete runs in the store at `seeds` (a run not complete: absent)."""
+    from ..results import open_run
+    store = repo_path("results", results_dir)
+    found = {s: open_run(store, cfg.replace(seed=s)) for s in seeds}
+    return {s: float(i.summary["final_acc"]) for s, i in found.items() if i.state == "complete"}
+
+
 def draw_of(cfg: Config) -> str:
     """The server's labeled set a run trained on, without its seed (partition.labeled_draw): two runs of equal draw at
     one seed hold the same labeled images, so claims between them pair by seed (rule.above)."""

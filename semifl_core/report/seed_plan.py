@@ -3,7 +3,7 @@
 
 The claims planned: every row of the README's headline (a method against Partially Supervised) and every label-skew
 `long` claim at Non-IID K=2 (a part-3 remedy against Partially Supervised and against SemiFL's fixed rule) that
-PAIRED_RULE, with its family's Holm correction, leaves within noise at the committed seeds 0-2. For each, the fewest
+RULE, with its family's Holm correction, leaves within noise at the committed seeds 0-2. For each, the fewest
 seeds at which its observed per-seed differences would be decided at the family's strictest level
 (rule.seeds_to_decide), capped at CAP; a claim the cap cannot decide gets no runs (the plan says so). The runs are
 queued claim by claim, the one decided for the fewest new CPU hours first (runs another claim already queued cost
@@ -28,7 +28,7 @@ from ..results import open_run
 from . import configs as C
 from .paper import PARTITION_NAMES
 from .rule import holm, paired, seeds_to_decide
-from .runs import REPO, train_minutes
+from .runs import REPO, final_accs, train_minutes
 
 PLANNED_FROM = (0, 1, 2)       # the seeds the plan was computed from (committed before it was written)
 CAP = {"small": 10, "long": 8}  # most seeds a claim may get: `small` (30 rounds), `long` (more rounds)
@@ -47,6 +47,9 @@ class Claim:
     interval: str = ""
     seeds: int | None = None               # the seeds the plan gives it (None: not decided by CAP)
     runs: list = field(default_factory=list)
+    m: int = 0                             # its family's size (claims with runs at seeds 0-2)
+    over_budget: bool = False              # planned, but its runs did not fit LONG_BUDGET
+    hours: float | None = None             # the new CPU hours it was queued for
 
     @property
     def length(self) -> str:
@@ -54,9 +57,7 @@ class Claim:
 
 
 def _finals(cfg: Config, results_dir=None) -> dict:
-    store = REPO / "results" if results_dir is None else results_dir
-    found = {s: open_run(store, cfg.replace(seed=s)) for s in PLANNED_FROM}
-    return {s: float(i.summary["final_acc"]) for s, i in found.items() if i.state == "complete"}
+    return final_accs(cfg, PLANNED_FROM, results_dir)
 
 
 def claims(results_dir=None) -> list[Claim]:
@@ -95,7 +96,7 @@ def _planned(results_dir=None) -> dict:
     """{(a's key, b's key) at seed 0: the seeds its claim is judged at} for every claim the plan queued."""
     cs, _ = plan(results_dir)
     return {(c.a.replace(seed=0).key(), c.b.replace(seed=0).key()): tuple(range(c.seeds))
-            for c in cs if c.runs and not getattr(c, "over_budget", False)}
+            for c in cs if c.runs and not c.over_budget}
 
 
 def planned_seeds(a: Config, b: Config, results_dir=None) -> tuple:
@@ -158,11 +159,11 @@ def table(results_dir=None) -> str:
                        if c.verdict != "within noise" else "none: not a K=2 claim")
         elif c.seeds is None:
             planned = f"none: not decided by {CAP[c.length]}"
-        elif getattr(c, "over_budget", False):
+        elif c.over_budget:
             planned = f"{c.seeds} (over the `long` budget: not queued)"
         else:
             planned = str(c.seeds)
-        hours = f"{c.hours:.1f}" if hasattr(c, "hours") else ""
+        hours = "" if c.hours is None else f"{c.hours:.1f}"
         rows.append(f"| {c.name} | {c.family} ({c.m}) | {c.interval} | {c.verdict} | {planned} | {hours} |")
     n_long = sum(1 for _, r in order if _budgeted(r))
     rows += ["", f"Queued: {len(order)} runs ({n_long} of 300 rounds or more), about "

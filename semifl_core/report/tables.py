@@ -104,27 +104,23 @@ def table1(df, ds, n, methods=()) -> pd.DataFrame:
     rows (per partition if federated), their paper cells empty."""
     from ..methods import METHODS
     pds, pn = paper.paper_column_for(ds, n)
-    rows = [{"group": "Baseline", "method": label_of(m), "paper": paper.table1(m, None, pds, pn),
-             "ours": accuracy(df, ds, n, label_of(m))[1]} for m in BASELINE_METHODS]
+
+    def row(group, method, theirs, label, part=None):   # ours at the best round ("ours") and at the final round
+        return {"group": group, "method": method, "paper": theirs, "ours": accuracy(df, ds, n, label, part)[1],
+                "final": accuracy(df, ds, n, label, part, "final_acc")[1]}
+
+    rows = [row("Baseline", label_of(m), paper.table1(m, None, pds, pn), label_of(m)) for m in BASELINE_METHODS]
     # FixMatch is run (methods/fixmatch.py, the same budget as SemiFL's clients)
-    rows.append({"group": "SSL (centralized)", "method": label_of(FIXMATCH), "paper": paper.table1("FixMatch", None, pds, pn),
-                 "ours": accuracy(df, ds, n, label_of(FIXMATCH))[1]})
-    rows += [{"group": "Added", "method": label_of(m), "paper": None, "ours": accuracy(df, ds, n, label_of(m))[1]}
-             for m in methods if not METHODS[m].federated]
+    rows.append(row("SSL (centralized)", label_of(FIXMATCH), paper.table1("FixMatch", None, pds, pn),
+                    label_of(FIXMATCH)))
+    rows += [row("Added", label_of(m), None, label_of(m)) for m in methods if not METHODS[m].federated]
     for part in PARTITIONS:
         g = paper.PARTITION_NAMES[part]
-        rows.append({"group": g, "method": HETEROFL_ROW, "paper": paper.table1(FEDAVG_SUPERVISED, part, pds, pn),
-                     "ours": accuracy(df, ds, n, label_of(FEDAVG_SUPERVISED), part)[1]})
-        rows.append({"group": g, "method": label_of(FEDAVG_FIXMATCH), "paper": None,
-                     "ours": accuracy(df, ds, n, label_of(FEDAVG_FIXMATCH), part)[1]})
-        rows.append({"group": g, "method": label_of(SEMIFL), "paper": paper.table1(SEMIFL, part, pds, pn),
-                     "ours": accuracy(df, ds, n, label_of(SEMIFL), part)[1]})
-        rows += [{"group": g, "method": label_of(m), "paper": None, "ours": accuracy(df, ds, n, label_of(m), part)[1]}
-                 for m in methods if METHODS[m].federated]
-    for r in rows:   # the same cell at the final round: "ours" reads best_acc
-        part = next((p for p in PARTITIONS if paper.PARTITION_NAMES[p] == r["group"]), None)
-        label = label_of(FEDAVG_SUPERVISED) if r["method"] == HETEROFL_ROW else r["method"]
-        r["final"] = accuracy(df, ds, n, label, part, "final_acc")[1]
+        rows.append(row(g, HETEROFL_ROW, paper.table1(FEDAVG_SUPERVISED, part, pds, pn), label_of(FEDAVG_SUPERVISED),
+                        part))
+        rows.append(row(g, label_of(FEDAVG_FIXMATCH), None, label_of(FEDAVG_FIXMATCH), part))
+        rows.append(row(g, label_of(SEMIFL), paper.table1(SEMIFL, part, pds, pn), label_of(SEMIFL), part))
+        rows += [row(g, label_of(m), None, label_of(m), part) for m in methods if METHODS[m].federated]
     where = f"({paper.DATASET_NAMES.get(ds, ds)}, N_S={n})"
     return side_by_side(rows, paper.label(pds, pn), f"this run, best round {where}").rename(
         columns={"final": f"this run, final round {where}"})
