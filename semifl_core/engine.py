@@ -3,11 +3,13 @@ function it is given. The engine knows no method: a method builds the tasks (tas
 
 A loss function is `loss_fn(f, inputs) -> (loss, aux)`: f is the network being trained (a `Net`: f(x) its logits on a
 normalised image batch, f.parts(x1, x2) two batches in one forward, f.params the weights being trained, f.start the
-weights the round started from, f.at(w, x) the logits at other weights), inputs is one step of a Task with its uint8
+weights the round started from, f.at(w, x) the logits at other weights, f.state and f.client the trained client's
+state and id), inputs is one step of a Task with its uint8
 images normalised, aux a 1-D tensor of counts the method wants summed over the steps (may be empty). A loss may leave
 parameters untrained (`frozen`). The loss interface is net.py's; the SGD, flat buffers and CUDA graphs sgd.py's.
 `train` returns the trained weights stacked along a leading model dimension, each model's SGD
-momentum, and per model the sums over its steps of [loss, *aux]. Both engines consume the same tasks, so they
+momentum, and per model the sums over its steps of [loss, *aux]. Given `ids` and `given` (per model: its client id
+and the tensors its loss reads as f.state, constant through its training), every engine hands each model its own. Both engines consume the same tasks, so they
 train on identical inputs:
 
 - `sequential`: one model after another with torch.optim.SGD and clip_grad_norm_: the readable reference
@@ -40,7 +42,7 @@ from .augment import normalize
 from .errors import ConfigError
 from . import fused
 from .models import valid_samples
-from .net import Net, frozen_names, loss_key
+from .net import ClientValues, Net, frozen_names, loss_key
 from .sgd import CapturedStep, FlatModels, clip_coefficients, clip_grads_, sgd_, sgd_update
 from .tasks import Task
 
@@ -143,9 +145,11 @@ def _one_forward(model, speed) -> bool:
     return speed.one_forward and not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
 
 
-def module_net(model, speed: Speed | None = None, start: dict | None = None) -> Net:
+def module_net(model, speed: Speed | None = None, start: dict | None = None, state: dict | None = None,
+               client: torch.Tensor | None = None) -> Net:
     """A Net over an nn.Module (the sequential engine's, and a test's way to call a loss): its parameters are the
-    weights being trained; start: the round's start weights (default: a copy of the current ones)."""
+    weights being trained; start: the round's start weights (default: a copy of the current ones); state, client:
+    f.state and f.client (default: none, and client 0)."""
     speed = speed or Speed.default("cpu")
     start = start if start is not None else {k: v.detach().clone() for k, v in model.named_parameters()}
     buffers = dict(model.named_buffers())
@@ -153,8 +157,10 @@ def module_net(model, speed: Speed | None = None, start: dict | None = None) -> 
     def at(weights, x):
         with torch.autocast(x.device.type, dtype=torch.bfloat16, cache_enabled=False, enabled=speed.bf16):
             return functional_call(model, (weights, buffers), (x,)).float()
+    if client is None:
+        client = torch.zeros((), dtype=torch.long, device=next(model.parameters()).device)
     return Net(_bf16(model) if speed.bf16 else model, dict(model.named_parameters()), start, at,
-               _one_forward(model, speed))
+               _one_forward(model, speed), state, client)
 
 
 def _normalisation(mean, std, dev, speed):
@@ -206,8 +212,9 @@ class SequentialEngine:
         return trainer
 
     def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None],
-              losses: list | None = None):
-        """Train each task from model's weights; `losses`, if given, receives every step's loss (floats)."""
+              losses: list | None = None, ids: list[int] | None = None, given: list[dict] | None = None):
+        """Train each task from model's weights; `losses`, if given, receives every step's loss (floats); ids and
+        given: each task's f.client and f.state (default: its index, none)."""
         dev = next(model.parameters()).device
         speed = (self.speed or Speed.default(dev)).check(dev)
         mean, std = _normalisation(self.mean, self.std, dev, speed)
@@ -217,9 +224,10 @@ class SequentialEngine:
         model.train()
         trainer = self._trainer(model, loss_fn, lr, speed)
         trainer.set_start({n: start[n] for n in names})
-        for task, state in zip(tasks, states):
+        for i, (task, state) in enumerate(zip(tasks, states)):
             model.load_state_dict(start)
             trainer.begin(state)
+            trainer.set_client(ids[i] if ids is not None else i, given[i] if given is not None else {})
             task_stats = None
             for s in range(task.steps):
                 size = int(task.size[s])
@@ -253,7 +261,10 @@ class _SequentialTrainer:
         self.cfg, self.model, self.loss_fn = cfg, model, loss_fn
         params = dict(model.named_parameters())
         self.start = {k: v.detach().clone() for k, v in params.items()}
-        self.f = module_net(model, speed, self.start)
+        # f.state and f.client in static memory (a captured step reads them in place), refilled for every task
+        self.state = ClientValues()
+        self.client = torch.zeros((), dtype=torch.long, device=next(model.parameters()).device)
+        self.f = module_net(model, speed, self.start, self.state, self.client)
         fixed = frozen_names(loss_fn, params)
         self.trained = [(n, p) for n, p in params.items() if n not in fixed]
 
@@ -261,6 +272,16 @@ class _SequentialTrainer:
         with torch.no_grad():
             for k, v in self.start.items():
                 v.copy_(start[k])
+
+    def set_client(self, client: int, state: dict) -> None:
+        """The next task's f.client and f.state, copied into the tensors the steps read."""
+        with torch.no_grad():
+            self.client.fill_(int(client))
+            for k, v in state.items():
+                if k in self.state and self.state[k].shape == v.shape:
+                    self.state[k].copy_(v)
+                else:
+                    self.state[k] = v.detach().clone()
 
 
 class _TorchOptimTrainer(_SequentialTrainer):
@@ -346,7 +367,9 @@ class VectorizedEngine:
         self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
         self._kept = {}
 
-    def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None]):
+    def train(self, model: torch.nn.Module, tasks: list[Task], loss_fn, lr: float, states: list[dict | None],
+              ids: list[int] | None = None, given: list[dict] | None = None):
+        """As SequentialEngine.train, every task at once (no `losses`)."""
         cfg, n = self.cfg, len(tasks)
         if n == 0:
             return {}, [], torch.zeros(0, 1)
@@ -357,17 +380,19 @@ class VectorizedEngine:
         graphable = getattr(loss_fn, "graph_safe", False)
         plain_bn = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
         masked = speed.masked_steps and graphable and not plain_bn
-        fused = speed.fused and graphable and not plain_bn
+        ids, given = _per_client(n, dev, ids, given)
+        fused = speed.fused and graphable and not plain_bn and not given   # client state: the vmap step
         fixed = graphable and (speed.cuda_graphs or speed.compile or masked or fused)
-        key = (id(model), loss_key(loss_fn), n, tuple(sorted(tasks[0].views)), fused)
+        key = (id(model), loss_key(loss_fn), n, tuple(sorted(tasks[0].views)), fused,
+               tuple((k, v.shape, v.dtype) for k, v in given.items()))
         steps = self._kept.get(key) if fixed else None
         if steps is None and fused:
-            steps = _FusedSteps(cfg, model, loss_fn, n, dev, speed, self.mean, self.std, start, states, lr)
+            steps = _FusedSteps(cfg, model, loss_fn, n, dev, speed, self.mean, self.std, start, states, lr, ids)
         elif steps is None:
             steps = _ClientSteps(cfg, model, loss_fn, n, dev, speed, masked, fixed, self.mean, self.std, start, states,
-                                 lr)
-        else:   # captured in an earlier call: the same memory, new weights, momentum and learning rate
-            steps.reset(start, states, lr)
+                                 lr, ids, given)
+        else:   # captured in an earlier call: the same memory, new weights, momentum, learning rate, clients
+            steps.reset(start, states, lr, ids, given)
         if fixed:   # capture once per run: kept for the next call
             _keep(self._kept, key, steps)
         params, stats = steps.run(tasks)
@@ -399,8 +424,9 @@ class _ClientSteps:
     steps, kept by the engine for the next calls: a captured graph reads and writes the same memory in every round
     (weights and momentum reloaded in place, the learning rate a device tensor), so it is captured once per run."""
 
-    def __init__(self, cfg, model, loss_fn, n, dev, speed, masked, fixed, mean, std, start, states, lr):
+    def __init__(self, cfg, model, loss_fn, n, dev, speed, masked, fixed, mean, std, start, states, lr, ids, given):
         self.cfg, self.n, self.dev, self.speed, self.masked = cfg, n, dev, speed, masked
+        self.ids, self.given = ids.clone(), {k: v.clone() for k, v in given.items()}   # static, as start
         self.mean, self.std = _normalisation(mean, std, dev, speed)
         buffers = dict(model.named_buffers())
 
@@ -413,9 +439,9 @@ class _ClientSteps:
         self.start = {k: v.detach().clone() for k, v in start.items()}   # static: a kept step reads it in place
         one = _one_forward(model, speed)
 
-        def step_loss(p, inputs):
+        def step_loss(p, client, state, inputs):
             with valid_samples(inputs.get("valid")):   # None unless a padded step (masked_steps)
-                loss, aux = loss_fn(Net(lambda x: forward(p, x), p, self.start, forward, one), inputs)
+                loss, aux = loss_fn(Net(lambda x: forward(p, x), p, self.start, forward, one, state, client), inputs)
             return loss, torch.cat([loss.detach()[None], aux])
 
         self.frozen = frozen_names(loss_fn, start)
@@ -443,19 +469,23 @@ class _ClientSteps:
             if masked:
                 self.fixed_padded = CapturedStep(step) if speed.cuda_graphs else step
 
-    def reset(self, start: dict, states: list, lr: float) -> None:
-        """A new train call on kept steps: the start weights, the clients' momentum, the learning rate, zero stats."""
+    def reset(self, start: dict, states: list, lr: float, ids: torch.Tensor, given: dict) -> None:
+        """A new train call on kept steps: the start weights, the clients' momentum, the learning rate, the clients'
+        ids and state, zero stats."""
         self.flat.reset(start, states, lr)
         with torch.no_grad():
             for k, v in self.start.items():
                 v.copy_(start[k])
+            self.ids.copy_(ids)
+            for k, v in self.given.items():
+                v.copy_(given[k])
         if self.stats is not None:
             self.stats.zero_()
 
     def full_step(self, batch, active):
         """Every client's step on its full batch (a padded one with masked_steps), those not in `active` masked: one
         shape for every step (cuda_graphs, compile)."""
-        g, a = self.grad_all(self.params, model_inputs(batch, self.mean, self.std))
+        g, a = self.grad_all(self.params, self.ids, self.given, model_inputs(batch, self.mean, self.std))
         self.flat.step(g, active=active, one_reduction=self.one_reduction)
         self.stats.add_(torch.where(active[:, None], a, 0))
 
@@ -490,13 +520,15 @@ class _ClientSteps:
             grads, aux = {}, []
             if len(full):
                 full_idx = None if len(full) in (0, n) else idx[:len(full)]
-                p_full = self.params if full_idx is None else {k: v[full_idx] for k, v in self.params.items()}
+                take = (lambda d: d) if full_idx is None else (lambda d: {k: v[full_idx] for k, v in d.items()})
                 batch = {k: (v[:, s] if full_idx is None else v[full_idx, s]) for k, v in stacked.items()}
-                g, a = self.grad_all(p_full, model_inputs(batch, self.mean, self.std))
+                ids = self.ids if full_idx is None else self.ids[full_idx]
+                g, a = self.grad_all(take(self.params), ids, take(self.given), model_inputs(batch, self.mean, self.std))
                 grads, aux = {k: [v] for k, v in g.items()}, [a]
             for c in partial:
                 inputs = model_inputs(tasks[c].batch(s, int(sizes[c, s])), self.mean, self.std)
-                g, a = self.grad_one({k: v[c] for k, v in self.params.items()}, inputs)
+                g, a = self.grad_one({k: v[c] for k, v in self.params.items()}, self.ids[c],
+                                     {k: v[c] for k, v in self.given.items()}, inputs)
                 for k, v in g.items():
                     grads.setdefault(k, []).append(v[None])
                 aux.append(a[None])
@@ -519,10 +551,11 @@ class _FusedNet(Net):
     f(x) takes (K, N, C, H, W) and gives (K, N, classes); f.parts runs its batches in one forward always; f.params
     are (K, ...), f.start one network's (f.at and f.parts take either)."""
 
-    def __init__(self, model, buffers, params: dict, start: dict, bf16: bool):
+    def __init__(self, model, buffers, params: dict, start: dict, bf16: bool, ids: torch.Tensor):
         self._model, self._buffers, self._bf16 = model, buffers, bf16
         self._k = next(iter(params.values())).shape[0]
-        super().__init__(lambda x: self.parts(x)[0], params, start, lambda w, x: self.parts(x, weights=w)[0], True)
+        super().__init__(lambda x: self.parts(x)[0], params, start, lambda w, x: self.parts(x, weights=w)[0], True,
+                         client=ids)
 
     def parts(self, *xs, weights: dict | None = None) -> tuple:
         w = self.params if weights is None else weights
@@ -538,8 +571,9 @@ class _FusedSteps:
     (not updated); gradients by torch.autograd on the flat parameters (FlatModels), then clipping, SGD and momentum on
     the flat buffers. With Speed.cuda_graphs the whole step is captured once per run (Speed.compile: compiled first)."""
 
-    def __init__(self, cfg, model, loss_fn, n, dev, speed, mean, std, start, states, lr):
+    def __init__(self, cfg, model, loss_fn, n, dev, speed, mean, std, start, states, lr, ids):
         self.cfg, self.model, self.loss_fn, self.n, self.dev, self.speed = cfg, model, loss_fn, n, dev, speed
+        self.ids, self.given = ids.clone(), {}   # f.client; no client state (it keeps the vmap step)
         self.mean, self.std = _normalisation(mean, std, dev, speed)
         self.buffers = dict(model.named_buffers())
         self.start = {k: v.detach().clone() for k, v in start.items()}
@@ -557,7 +591,7 @@ class _FusedSteps:
         """One step of every client (batch: (K, B, ...), in a padded step with "valid" (K, B)); those not in `active`
         keep their weights."""
         p = self.flat.p.detach().requires_grad_()
-        f = _FusedNet(self.model, self.buffers, self.flat.views(p), self.start, self.speed.bf16)
+        f = _FusedNet(self.model, self.buffers, self.flat.views(p), self.start, self.speed.bf16, self.ids)
         inputs = model_inputs(batch, self.mean, self.std)
         with valid_samples(inputs.get("valid")):
             loss, aux = self.loss_fn(f, inputs)
@@ -589,6 +623,13 @@ class _FusedSteps:
             else:
                 self.full(batch=batch, active=actives[:, s])
         return self.flat.params, self.stats
+
+
+def _per_client(n: int, dev, ids: list[int] | None, given: list[dict] | None) -> tuple[torch.Tensor, dict]:
+    """The models' client ids as one tensor (default: 0..n-1) and their given tensors stacked by name."""
+    ids = torch.as_tensor(list(range(n)) if ids is None else ids, dtype=torch.long).to(dev)
+    given = given or [{}] * n
+    return ids, {k: torch.stack([g[k] for g in given]) for k in given[0]}
 
 
 def _on_device(arrays: list[np.ndarray], dev, one_copy: bool) -> list[torch.Tensor]:

@@ -65,11 +65,26 @@ class Weights(dict):
                           f"{', '.join(self)}")
 
 
+class ClientValues(dict):
+    """A client's state by name (Net.state: what a SemiFL variant keeps per client, methods/client_state.py): a name
+    the method does not keep is one line naming it."""
+
+    def __missing__(self, name):
+        raise ConfigError(f"a loss asked for the client state {name!r}, which this method does not keep; it keeps "
+                          f"{', '.join(self) or 'none (Method.client_state)'}")
+
+
 def sq_distance(a: dict, b: dict) -> torch.Tensor:
     """||a - b||^2 over every tensor of b, per model: a scalar, or one per leading model index where a's tensors have
     one that b's do not (the fused step's f.params against f.start). E.g. FedProx's (mu / 2) sq_distance(f.params,
     f.start)."""
     return sum((a[k] - v).pow(2).flatten(a[k].dim() - v.dim()).sum(-1) for k, v in b.items())
+
+
+def inner(a: dict, b: dict) -> torch.Tensor:
+    """<a, b> = the sum of a * b over every tensor of b, per model as sq_distance: e.g. FedDyn's linear term
+    -<h_i, w>, -inner(f.params, f.state)."""
+    return sum((a[k] * v).flatten(a[k].dim() - v.dim()).sum(-1) for k, v in b.items())
 
 
 class Net:
@@ -85,11 +100,17 @@ class Net:
                    constant
     f.at(w, x)     the logits of the same network at weights w (name -> tensor, all of them), training mode: e.g.
                    f.at(f.start, x), the received model with the same batch statistics as the student
+    f.state        the state a SemiFL variant keeps for this client (name -> tensor, constant during the client's
+                   training; empty for a method that keeps none: methods/client_state.py)
+    f.client       the id of the client being trained, a 0-d integer tensor (the server's engine: the model's index)
     In the vectorized engine all of these are one client's (inside vmap); every one is graph-safe."""
 
-    def __init__(self, forward, params: dict, start: dict, at, one_forward: bool):
+    def __init__(self, forward, params: dict, start: dict, at, one_forward: bool, state: dict | None = None,
+                 client: torch.Tensor | None = None):
         self._forward, self._at, self._one = forward, at, one_forward
         self.params, self.start = Weights(params), Weights(start)
+        self.state = state if isinstance(state, ClientValues) else ClientValues(state or {})
+        self.client = client
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         return self._forward(x)

@@ -120,6 +120,8 @@ class Method:
                                     # and `client_loss` changes what its clients' steps minimise
     client_loss: str | Callable = ""   # a SemiFL variant's "module:function" (cfg, base) -> loss_fn: its client loss
                                     # built from SemiFL's for this config (base, with every switch of cfg)
+    client_state: str | object = ""  # a SemiFL variant's state per client: a client_state.ClientState(init, update)
+                                    # or its "module:name" (methods/client_state.py)
 
     @property
     def family(self) -> str:
@@ -132,13 +134,17 @@ class Method:
     def client_loss_function(self) -> Callable | None:
         return _load(self.client_loss) if self.client_loss else None
 
+    def client_state_hooks(self):
+        """Its client_state.ClientState, or None (it keeps no state per client)."""
+        return _load(self.client_state) if self.client_state else None
+
     def prepare(self, cfg, data):
         """The images this method trains and tests on."""
         return _load(self.inputs)(cfg, data) if self.inputs else data
 
 
-def _load(where: str | Callable) -> Callable:
-    if callable(where):
+def _load(where):
+    if not isinstance(where, str):
         return where
     module, _, name = where.partition(":")
     return getattr(importlib.import_module(module), name)
@@ -223,6 +229,9 @@ def register(method: Method) -> Method:
     if method.variant_of and method.variant_of not in METHODS:
         raise ConfigError(f"method {method.name!r}: variant_of={method.variant_of!r} is not a registered method; "
                           f"registered: {', '.join(METHODS)}")
+    if method.client_state and method.variant_of != SEMIFL:
+        raise ConfigError(f"method {method.name!r}: client_state is for a variant of SemiFL (variant_of={SEMIFL!r}); "
+                          "a method with its own round keeps its state in state.method")
     for name in method.fields:
         owner = next((m.name for m in METHODS.values() if name in m.fields), None)
         if owner or name in CORE_FIELDS:

@@ -20,7 +20,7 @@ from ..net import graph_safe
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
-from . import pseudo_labels, skew_losses
+from . import client_state, pseudo_labels, skew_losses
 from .semifl_loss import Parts, parts_loss, semifl_client_loss
 from .losses import fixmatch_loss, record_fixmatch, supervised_loss  # noqa: F401 (SemiFL's, shared)
 
@@ -190,11 +190,14 @@ def record_training(rec: RoundRecord, samples: int, steps: int, stats: torch.Ten
 
 def train_clients(exp, st, rnd: Round, tasks, clients: list[int], loss_fn):
     """Each client trains a copy of the global model on its task (ClientUpdate's loop); with client_momentum=keep a
-    client resumes its own SGD momentum from its last round (the authors' code). Returns (weights, stats)."""
+    client resumes its own SGD momentum from its last round (the authors' code); a variant's state per client
+    (methods/client_state.py) is read by its loss and updated after. Returns (weights, stats)."""
     keep, rec = exp.cfg.client_momentum == "keep", rnd.record
     states = [st.client_states.get(c) if keep else None for c in clients]
     with rnd.timed("clients"):
-        stacked, new_states, stats = exp.engine.train(st.model, tasks, loss_fn, rnd.lr, states)
+        stacked, new_states, stats = exp.engine.train(st.model, tasks, loss_fn, rnd.lr, states, ids=clients,
+                                                      given=client_state.given(exp, st, clients))
+        client_state.after_training(exp, st, clients, stacked)   # a variant's state per client, if it keeps one
     if keep:
         st.client_states.update({c: s for c, s in zip(clients, new_states) if s})
     record_training(rec, sum(t.size.sum() for t in tasks), sum(t.steps for t in tasks), stats)
