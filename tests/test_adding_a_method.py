@@ -28,6 +28,7 @@ def plugin_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     yield tmp_path
     METHODS.pop("semifl-prox", None)
+    METHODS.pop("semifl-dyn", None)
     sys.modules.pop("semifl_prox", None)
 
 
@@ -45,6 +46,7 @@ def test_the_page_builds_trains_and_tabulates_semifl_prox(plugin_dir, monkeypatc
     out = capsys.readouterr().out
     assert "prox_mu=0.1: a field of semifl-prox; semifl declares no fields of its own" in out
     assert "sequential final test accuracy" in out and "vectorized final test accuracy" in out
+    assert "SemiFL-Dyn sequential final test accuracy" in out and "SemiFL-Dyn vectorized final test accuracy" in out
     row = [ln for ln in out.splitlines() if "SemiFL-Prox" in ln]
     assert len(row) == 4 and all(re.search(r"\d+\.\d \(", ln) for ln in row)   # its four partitions, each a mean
     # the proximal term reached the clients' steps: the same run without it (SemiFL, mu's effect gone) differs
@@ -56,3 +58,36 @@ def test_the_page_builds_trains_and_tabulates_semifl_prox(plugin_dir, monkeypatc
     plain = pd.read_csv(Path(run(cfg.replace(algorithm="semifl"), "plain", device="cpu", progress=False)["path"])
                         / "metrics.csv")
     assert (prox.client_samples > 0).all() and prox.client_loss.iloc[-1] != plain.client_loss.iloc[-1]
+
+
+SWITCHES = [dict(frozen_head=True), dict(pseudo_label_rule="client-adaptive"), dict(pseudo_label_rule="aligned"),
+            dict(fedrs_alpha=0.5), dict(ntd_beta=1.0), dict(vls_lambda=1.0), dict(rng_streams="client")]
+
+
+def test_the_pages_variant_keeps_every_semifl_switch(plugin_dir):
+    """The page's SemiFL-Prox at mu = 0 is SemiFL's loss: with each SemiFL switch on, two of its rounds train exactly
+    SemiFL's two rounds with that switch (the switch acted on the variant as on SemiFL), and not its rounds without
+    the switch (the switch took effect)."""
+    import torch
+
+    from semifl_core.config import profile
+    from semifl_core.data import synthetic
+    from semifl_core.methods import load_plugins
+    from semifl_core.run import Experiment
+    load_plugins()
+    data = synthetic()
+
+    def two_rounds(**kw):
+        exp = Experiment(profile("smoke", **kw), data, torch.device("cpu"))
+        st = exp.new_state()
+        rows = [exp.round(st, r) for r in range(2)]
+        return {k: v.detach().clone() for k, v in st.model.state_dict().items()}, rows
+
+    def same(a, b):
+        return a[0].keys() == b[0].keys() and all(torch.equal(a[0][k], b[0][k]) for k in a[0])
+
+    plain = two_rounds(algorithm="semifl-prox", prox_mu=0.0)
+    for switch in SWITCHES:
+        variant = two_rounds(algorithm="semifl-prox", prox_mu=0.0, **switch)
+        assert same(variant, two_rounds(algorithm="semifl", **switch)), switch
+        assert not same(variant, plain), switch
