@@ -2,6 +2,7 @@
 "Federated Learning Based on Dynamic Regularization", ICLR 2021, Algorithm 1): each client's loss adds
 -<h_i, w> + (alpha / 2) ||w - w_global||^2, and after its training h_i <- h_i - alpha (w_i - w_global)."""
 import copy
+import dataclasses
 
 import pytest
 import torch
@@ -163,3 +164,27 @@ def test_client_state_belongs_to_a_variant_of_semifl():
         register(Method("test-own-round", "Own", round=lambda exp, st, rnd: None,
                         client_state=ClientState(zeros, dyn_update)))
     assert "test-own-round" not in METHODS
+
+
+def test_kept_steps_take_each_calls_states(dyn):
+    """The vectorized engine keeps its fixed-shape steps from one call to the next (masked steps; on a GPU, captured
+    graphs that read the same memory): a kept step trains with the new call's states, exactly as a fresh one."""
+    from semifl_core.engine import Speed
+    cfg = profile("smoke", rounds=3, algorithm="test-dyn", dyn_alpha=0.1, engine="vectorized")
+    speed = Speed(sync_free=True, flat_sgd=True, masked_steps=True, one_forward=True)
+    st = _rounds(cfg.replace(engine="sequential"), 1)
+    zeroed = copy.deepcopy(st)
+    zeroed.method[KEY] = {c: zeros(cfg, h) for c, h in zeroed.method[KEY].items()}
+    kept = Experiment(cfg, DATA, torch.device("cpu"), speed)
+    again = copy.deepcopy(st)
+    kept.round(again, 1)   # its steps kept (for this model), holding st's states
+    # the same model and run state back at the end of round 1, the states zeroed: the kept steps train again
+    back = copy.deepcopy(zeroed)   # (an optimizer's load_state_dict keeps the tensors it is given)
+    again.model.load_state_dict(back.model.state_dict())
+    again.global_opt.load_state_dict(back.global_opt.state_dict())
+    for f in dataclasses.fields(again):
+        if f.name not in ("model", "global_opt"):
+            setattr(again, f.name, getattr(back, f.name))
+    kept.round(again, 1)
+    Experiment(cfg, DATA, torch.device("cpu"), speed).round(zeroed, 1)
+    assert all(torch.equal(v, _weights(zeroed)[k]) for k, v in _weights(again).items())
