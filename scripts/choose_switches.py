@@ -2,7 +2,10 @@
 rows, fixed before the rows exist: a switch becomes part of the variant the real rounds run with when its CUDA tests
 passed and its whole tau-0 `paper` rounds (median) take at most 0.90 of the default's:
   - compile (torch.compile of the vectorized step);
-  - fused (the clients as one fused network).
+  - fused (the clients as one fused network);
+and one switch by its phase ("The passes outside the step", rule 9): wide_passes joins when its median evaluation
+phase (time_sbn + time_eval) takes at most 0.80 of the default's and its median round no more than the default's (its
+float path is tested on the CPU; no CUDA tests of its own).
 masked_steps (no more than the default's) was decided on an H200 on 2026-11-28 and is part of the default since.
 Prints the variant (`default`, `default+fused`, `default+fused+compile`, ...) on stdout and the reasoning on stderr.
 
@@ -18,6 +21,8 @@ import sys
 
 # the most a switch's median round may take, as a share of the default's
 RULE = {"fused": 0.90, "compile": 0.90}   # fused: BENCHMARKS.md, "The step changed", rule 3
+# the most a switch's median phase may take, as a share of the default's (its round: at most the default's)
+PHASE_RULE = {"wide_passes": (("time_sbn", "time_eval"), 0.80)}
 
 
 def choose(rows: list[dict], tests: dict[str, str]) -> tuple[str, list[str]]:
@@ -44,6 +49,19 @@ def choose(rows: list[dict], tests: dict[str, str]) -> tuple[str, list[str]]:
             why.append(f"{switch}: median round {med:.2f} s vs default {base:.2f} s ({med / base:.3f}; the rule "
                        f"asks <= {share:.2f}): {'on' if ok else 'off'}")
             chosen += [switch] if ok else []
+    for switch, (phases, share) in PHASE_RULE.items():
+        mine = [r for r in rows if r["variant"] == "+" + switch]
+        if not mine:
+            why.append(f"{switch}: not measured (no rounds), stays off")
+            continue
+        phase = lambda rs: statistics.median(sum(r.get(p, 0.0) for p in phases) for r in rs)  # noqa: E731
+        base_phase = phase([r for r in rows if r["variant"] == "default"])
+        med, med_round = phase(mine), statistics.median(r["round_s"] for r in mine)
+        ok = med <= share * base_phase and med_round <= base
+        why.append(f"{switch}: median {' + '.join(phases)} {med:.3f} s vs default {base_phase:.3f} s "
+                   f"({med / base_phase:.3f}; the rule asks <= {share:.2f}), round {med_round:.2f} s vs {base:.2f} s "
+                   f"(at most the default's): {'on' if ok else 'off'}")
+        chosen += [switch] if ok else []
     return "default" + "".join("+" + s for s in chosen), why
 
 

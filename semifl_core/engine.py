@@ -9,8 +9,8 @@ images normalised, aux a 1-D tensor of counts the method wants summed over the s
 parameters untrained (`frozen`). The loss interface is net.py's; the SGD, flat buffers and CUDA graphs sgd.py's.
 `train` returns the trained weights stacked along a leading model dimension, each model's SGD
 momentum, and per model the sums over its steps of [loss, *aux]. Given `ids` and `given` (per model: its client id
-and the tensors its loss reads as f.state, constant through its training), every engine hands each model its own. Both engines consume the same tasks, so they
-train on identical inputs:
+and the tensors its loss reads as f.state, constant through its training), every engine hands each model its own.
+Both engines consume the same tasks, so they train on identical inputs:
 
 - `sequential`: one model after another with torch.optim.SGD and clip_grad_norm_: the readable reference
   (with Speed.flat_sgd: the same update with torch._foreach_* ops, `sgd_`).
@@ -83,6 +83,10 @@ class Speed:
                  the same step, which a CUDA graph takes whole. graph_safe losses on static BN or GroupNorm (others
                  keep the vmap step). Equal up to float rounding (tests/test_fused.py). Default: by the rule in
                  BENCHMARKS.md ("The fused step")
+    wide_passes  the sBN statistics and the evaluation in forwards of sbn.WIDE_IMAGES images (the sBN groups of 250
+                 normalised apart, as sbn_one_pass), channels_last, on inference copies of the model: fewer, wider
+                 passes where a GPU's memory holds them. Equal up to float rounding. Off by default: its rule is
+                 written in BENCHMARKS.md ("The passes outside the step"), not yet measured on a GPU
     compile      torch.compile (inductor) of the vectorized engine's full-batch step (graph_safe losses), inside its
                  CUDA graph when cuda_graphs is on. Needs flat_sgd. Equal up to float rounding. Off by default: it
                  met the written rule on its own on an H200, but not yet run on a GPU together with masked_steps (the
@@ -97,6 +101,7 @@ class Speed:
     compile: bool = False
     one_forward: bool = False
     fused: bool = False
+    wide_passes: bool = False
 
     @classmethod
     def baseline(cls) -> "Speed":

@@ -113,12 +113,16 @@ class Experiment:
     # ------------------------------------------------------------------ pieces of a round
     def refresh_sbn(self, model, idx=None):
         idx = self.sbn_idx if idx is None else idx
-        sbn.compute_statistics(model, self.data.x_train[idx], self.mean, self.std, one_pass=self.speed.sbn_one_pass)
+        sbn.compute_statistics(model, self.data.x_train[idx], self.mean, self.std, one_pass=self.speed.sbn_one_pass,
+                               wide=self.speed.wide_passes)
 
     def evaluate(self, model, per_class: dict | None = None, prefix: str = "") -> float:
         """Test accuracy (%); with per_class, also adds each class's accuracy as per_class[f"{prefix}acc_c{k}"]."""
-        right = predict(folded(model), self.data.x_test, self.mean, self.std,
-                        EVAL_BATCH.get(self.device.type, EVAL_BATCH["cpu"])).argmax(1) == self.data.y_test
+        net, x = folded(model), self.data.x_test
+        if self.speed.wide_passes:   # the test set in forwards of sbn.WIDE_IMAGES, channels_last
+            net, x = net.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+        batch = sbn.WIDE_IMAGES if self.speed.wide_passes else EVAL_BATCH.get(self.device.type, EVAL_BATCH["cpu"])
+        right = predict(net, x, self.mean, self.std, batch).argmax(1) == self.data.y_test
         if per_class is not None:
             for k in range(self.cfg.num_classes):
                 per_class[f"{prefix}acc_c{k}"] = 100 * right[self.data.y_test == k].float().mean().item()

@@ -141,6 +141,18 @@ def test_the_switch_rule_turns_compile_on_only_under_its_share_with_its_tests_pa
     assert mod.choose(fast, passed)[0] == "default"                            # nothing to compare with
 
 
+def test_the_phase_rule_turns_wide_passes_on_only_when_its_evaluation_phase_is_under_its_share():
+    """scripts/choose_switches.py, rule 9: wide_passes joins when its median time_sbn + time_eval is at most 0.80 of
+    the default's and its median round no longer than the default's."""
+    mod = _script("choose_switches")
+    rows = [{"variant": "default", "round_s": s, "time_sbn": 0.0, "time_eval": 0.66} for s in (5.0, 5.1)]
+    wide = lambda ev, r: [{"variant": "+wide_passes", "round_s": r, "time_sbn": 0.0, "time_eval": ev}]  # noqa: E731
+    assert mod.choose(rows + wide(0.50, 4.9), {})[0] == "default+wide_passes"   # 0.76
+    assert mod.choose(rows + wide(0.55, 4.9), {})[0] == "default"               # 0.83
+    assert mod.choose(rows + wide(0.50, 5.2), {})[0] == "default"               # its round longer
+    assert mod.choose(rows, {})[0] == "default"                                 # not measured
+
+
 def test_partial_steps_counts_the_steps_the_graph_cannot_take():
     """scripts/partial_steps.py: a step counts when any client trains on a partial batch there (not when a client has
     run out of steps: the graph masks it), and its simulated epochs have the batch sizes tasks.epoch_batches gives."""

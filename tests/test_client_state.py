@@ -13,7 +13,7 @@ from semifl_core.methods import METHODS, SEMIFL, Field, Method, register
 from semifl_core.methods.client_state import KEY, ClientState
 from semifl_core.net import graph_safe, inner, sq_distance
 from semifl_core.run import Experiment, run
-from tests.float_bound import assert_near, longest_sum, rtol
+from float_bound import assert_near, longest_sum, rtol
 
 DATA = synthetic()
 

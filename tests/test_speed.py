@@ -311,6 +311,35 @@ def test_sbn_statistics_in_one_pass_keep_the_unbiased_variance_of_small_groups(m
     assert_near(stats(one), stats(loop), rtol(len(layers) // 2, longest_sum(2, (3, 4, 4))), "sBN statistics, groups of 2")
 
 
+@pytest.mark.parametrize("make", [lambda: SmallCNN(3, 10, widths=(8, 16, 32)),
+                                  lambda: WideResNet(3, 10, depth=10, widen=1)])
+def test_wide_passes_equal_the_default_passes_and_leave_the_model_as_it_was(make, monkeypatch):
+    """Speed.wide_passes: sBN statistics in forwards of WIDE_IMAGES (monkeypatched to 500: 2 groups of 250, then the
+    partial group of 37) on a channels_last copy, equal to the per-batch loop to float rounding (as above); the model's
+    own tensors keep their memory and layout (a captured step reads them). The evaluation of a run with it gives the
+    default's accuracy."""
+    monkeypatch.setattr(sbn, "WIDE_IMAGES", 500)
+    torch.manual_seed(0)
+    loop, wide = make(), make()
+    wide.load_state_dict(loop.state_dict())
+    where = {k: (v.data_ptr(), v.stride()) for k, v in wide.state_dict().items()}
+    sbn.compute_statistics(loop, DATA.x_train[:1287], DATA.mean, DATA.std)
+    sbn.compute_statistics(wide, DATA.x_train[:1287], DATA.mean, DATA.std, wide=True)
+    layers = [k for k in loop.state_dict() if k.endswith((".mean", ".var"))]
+    stats = lambda m: {k: m.state_dict()[k] for k in layers}  # noqa: E731
+    assert_near(stats(wide), stats(loop), rtol(len(layers) // 2, longest_sum(250, DATA.shape)), "wide sBN statistics")
+    assert {k: (v.data_ptr(), v.stride()) for k, v in wide.state_dict().items()} == where
+    assert wide.training and all(m.record is None for m in wide.modules() if hasattr(m, "record"))
+    cfg = profile("smoke")
+    default = Experiment(cfg, DATA, torch.device("cpu"))
+    passes = Experiment(cfg, DATA, torch.device("cpu"), dataclasses.replace(Speed.default("cpu"), wide_passes=True))
+    st = default.new_state()
+    default.refresh_sbn(st.model)
+    acc = default.evaluate(st.model)
+    passes.refresh_sbn(st.model)
+    assert passes.evaluate(st.model) == acc and 10 < acc < 100
+
+
 # ---------------------------------------------------------------------- bf16 (CPU autocast stands in for CUDA's)
 @pytest.mark.parametrize("engine,fused", [(SequentialEngine, False), (VectorizedEngine, False),
                                           (VectorizedEngine, True)])
