@@ -7,8 +7,8 @@
 #          NHWC (scripts/client_graphs_probe.py; 150 / 60 s); its rule is in BENCHMARKS.md, written before it ran
 #   tests  the CUDA tests of the engine: with TESTS=all first every one but compile's (graphs equal eager, captured
 #          once per run, masked steps, the fused step, bf16; 70 / 30 s), then the compile tests (140 / 60 s)
-#   tau0   whole tau-0 `paper` rounds at E=5: the default, +compile and +wide_passes ($TAU0;
-#          scripts/gpu_step_probe.py --rounds; 200 / 45 s); a variant with compile runs only if the compile tests passed in this call and 150 s are left,
+#   tau0   whole tau-0 `paper` rounds at E=5: the default, +client_streams, +wide_passes and +compile ($TAU0;
+#          scripts/gpu_step_probe.py --rounds; 200 / 45 s); +client_streams only if its CUDA test passed in this call; a variant with compile runs only if the compile tests passed in this call and 150 s are left,
 #          one with fused only if the TESTS=all tests passed; scripts/choose_switches.py applies the written rules to
 #          them (each switch at most 0.90 of the default's round)
 #   procs  runs an hour with 3 runs sharing the GPU against 1 (scripts/gpu_procs.py: tau-0 rounds of the default, the
@@ -33,8 +33,9 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-checks}
 PARTS=${PARTS:-graphs tests tau0}     # procs, step and real: name them to add them (step and real measured 2026-11-28)
 TESTS=${TESTS:-compile}               # the compile tests alone (the others passed on 2026-11-28); all: every one
-TAU0=${TAU0:-default,+compile,+wide_passes}   # +fused failed its rule on 2026-11-28 (0.92 of the default's round);
-                                      # +wide_passes: rule 9 of BENCHMARKS.md (its evaluation phase)
+TAU0=${TAU0:-default,+client_streams,+wide_passes,+compile}   # +fused failed its rule on 2026-11-28 (0.92 of
+                                      # the default's round); +client_streams and +wide_passes: rules 10 and 9 of
+                                      # BENCHMARKS.md (its round; its evaluation phase)
 END=${END_S:-465}                     # every part has ended by then (seconds from the start); the rule's 10 s after
                                       # tau0 and the closing lines end before 480 s
 TMP=$(mktemp -d)
@@ -79,7 +80,7 @@ if has tests; then
   fi
   if budget tests-compile 140 60; then
     part tests-compile "$LIMIT" $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider \
-      -k "compil and cuda"
+      -k "(compil or streams) and cuda"
   fi
   say "tests: $(last tests-cuda) | compile: $(last tests-compile) (exit ${RC[tests-compile]:-none})"
 fi
@@ -88,7 +89,8 @@ if has tau0; then
   V=default   # the default, then each of $TAU0's variants whose switches passed their CUDA tests in this call
   for v in ${TAU0//,/ }; do
     if [ "$v" = default ]; then continue
-    elif [[ $v == *compile* ]] && ! passed tests-compile; then say "tau0: $v left out: no passed compile tests"
+    elif [[ $v == *compile* || $v == *client_streams* ]] && ! passed tests-compile; then
+      say "tau0: $v left out: no passed compile and streams tests"
     elif [[ $v == *fused* ]] && ! passed tests-cuda; then say "tau0: $v left out: no passed fused tests (TESTS=all)"
     else V="$V,$v"; fi
   done
@@ -103,7 +105,7 @@ if has tau0; then
       [ -f "$TMP/$t.out" ] || echo "($t: not run in this call)" > "$TMP/$t.out"
     done
     VARIANT=$(timeout 10 $PY scripts/choose_switches.py "$TMP/tau0.out" compile="$TMP/tests-compile.out" \
-              fused="$TMP/tests-cuda.out" 2> "$TMP/rule.txt")
+              fused="$TMP/tests-cuda.out" client_streams="$TMP/tests-compile.out" 2> "$TMP/rule.txt")
     { echo "===== rule (scripts/choose_switches.py)"; cat "$TMP/rule.txt"; } >> "$OUT/parts.log"
     say "tau0 ($V, exit ${RC[tau0]}); rule: $(tr '\n' ' ' < "$TMP/rule.txt")-> real rounds with: ${VARIANT:=default}"
   fi

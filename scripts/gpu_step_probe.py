@@ -337,7 +337,8 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
             speed = speeds[v]
             if dev.type != "cuda":   # smoke: the same code paths without CUDA
                 speed = dataclasses.replace(speed, cuda_graphs=False, sbn_one_pass=False)
-            exp = Experiment(cfg, data, dev, speed)
+            # client_streams trains in the sequential engine (each client its own captured step and stream)
+            exp = Experiment(cfg.replace(engine="sequential") if speed.client_streams else cfg, data, dev, speed)
             model = copy.deepcopy(start.model)
             graphs.clear()   # this variant's captured steps: made in the warm-up, replayed in the timed rounds
             with bench.short_client_training(exp, dev, through_partial=True):   # compiled: recompiles on call 2

@@ -31,6 +31,8 @@ Both engines consume the same tasks, so they train on identical inputs:
 """
 from __future__ import annotations
 
+import contextlib
+import copy
 import math
 from dataclasses import dataclass
 
@@ -83,6 +85,12 @@ class Speed:
                  the same step, which a CUDA graph takes whole. graph_safe losses on static BN or GroupNorm (others
                  keep the vmap step). Equal up to float rounding (tests/test_fused.py). Default: by the rule in
                  BENCHMARKS.md ("The fused step")
+    client_streams the sequential engine's clients each with its own model copy, trainer (its full-batch step a CUDA
+                 graph, with cuda_graphs) and CUDA stream, their steps interleaved so that the GPU runs them side by
+                 side: no grouped convolutions, no padding to the longest client. Picks the sequential engine where
+                 Config.engine is "auto". Equal to the sequential engine bit for bit on a CPU (streams are no-ops
+                 there), to float rounding on CUDA. Off by default: rules 7-8 of BENCHMARKS.md ("Per-client graphs on
+                 streams") and the tau-0 rounds of the next device call decide
     wide_passes  the sBN statistics and the evaluation in forwards of sbn.WIDE_IMAGES images (the sBN groups of 250
                  normalised apart, as sbn_one_pass), channels_last, on inference copies of the model: fewer, wider
                  passes where a GPU's memory holds them. Equal up to float rounding. Off by default: its rule is
@@ -102,6 +110,7 @@ class Speed:
     one_forward: bool = False
     fused: bool = False
     wide_passes: bool = False
+    client_streams: bool = False
 
     @classmethod
     def baseline(cls) -> "Speed":
@@ -199,6 +208,7 @@ def _keep(kept: dict, key, value):
 
 class SequentialEngine:
     """The reference: each task trains its own copy of the start model, one after another."""
+    name = "sequential"
 
     def __init__(self, cfg, mean, std, speed: Speed | None = None):
         self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
@@ -222,6 +232,8 @@ class SequentialEngine:
         given: each task's f.client and f.state (default: its index, none)."""
         dev = next(model.parameters()).device
         speed = (self.speed or Speed.default(dev)).check(dev)
+        if speed.client_streams and losses is None and tasks:
+            return self._train_streams(model, tasks, loss_fn, lr, states, speed, ids, given)
         mean, std = _normalisation(self.mean, self.std, dev, speed)
         start = {k: v.detach().clone() for k, v in model.state_dict().items()}
         names = [n for n, _ in model.named_parameters()]
@@ -256,6 +268,64 @@ class SequentialEngine:
             losses.extend(torch.stack(step_losses).tolist())
         stacked = {k: torch.stack([r[k] for r in results]) for k in results[0]} if results else {}
         return stacked, new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
+
+    def _train_streams(self, model, tasks, loss_fn, lr, states, speed, ids, given):
+        """Speed.client_streams: every task its own copy of the model, its own trainer (its full-batch step captured
+        once per run, with cuda_graphs) and its own CUDA stream; the tasks' steps interleaved, step s of every task
+        before step s + 1 of any, so that the GPU runs the clients side by side. Each task's arithmetic is train's:
+        equal to it bit for bit where streams are no-ops (a CPU)."""
+        dev = next(model.parameters()).device
+        mean, std = _normalisation(self.mean, self.std, dev, speed)
+        start = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        names = [n for n, _ in model.named_parameters()]
+        lanes = self._lanes(model, loss_fn, lr, speed, len(tasks))
+        main = torch.cuda.current_stream(dev) if dev.type == "cuda" else None
+        for i, ((copy_, trainer, stream), state) in enumerate(zip(lanes, states)):
+            copy_.load_state_dict(start)
+            copy_.train()
+            trainer.set_start({n: start[n] for n in names})
+            trainer.begin(state)
+            trainer.set_client(ids[i] if ids is not None else i, given[i] if given is not None else {})
+            if stream is not None:
+                stream.wait_stream(main)   # the tasks' images and the weights were written on the main stream
+        stats = [None] * len(tasks)
+        for s in range(max(t.steps for t in tasks)):
+            for i, (task, (_, trainer, stream)) in enumerate(zip(tasks, lanes)):
+                if s >= task.steps:
+                    continue
+                with _on(stream):
+                    size = int(task.size[s])
+                    step = trainer.step(model_inputs(task.batch(s, size), mean, std),
+                                        full=size == task.views["x"].shape[1])
+                    stats[i] = step.clone() if stats[i] is None else stats[i] + step
+        for _, _, stream in lanes:
+            if stream is not None:
+                main.wait_stream(stream)
+        results = [{k: v.detach().clone() for k, v in copy_.state_dict().items()
+                    if k in names or k.endswith(("running_mean", "running_var"))} for copy_, _, _ in lanes]
+        stacked = {k: torch.stack([r[k] for r in results]) for k in results[0]}
+        return (stacked, [trainer.momentum(state) for (_, trainer, _), state in zip(lanes, states)],
+                torch.stack(stats).cpu())
+
+    def _lanes(self, model, loss_fn, lr: float, speed, n: int) -> list:
+        """n (model copy, trainer, CUDA stream or None) for client_streams: kept for the next calls with graphs (each
+        lane's captured step reads its copy's memory), made anew otherwise."""
+        dev = next(model.parameters()).device
+
+        def lane():
+            copy_ = copy.deepcopy(model)
+            trainer = (_ForeachTrainer(self.cfg, copy_, loss_fn, lr, speed, lr_on_device=speed.cuda_graphs)
+                       if speed.flat_sgd else _TorchOptimTrainer(self.cfg, copy_, loss_fn, lr, speed))
+            return copy_, trainer, torch.cuda.Stream(dev) if dev.type == "cuda" else None
+        if not (speed.flat_sgd and speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
+            return [lane() for _ in range(n)]
+        key = (id(model), loss_key(loss_fn), "lanes")
+        lanes = _keep(self._kept, key, self._kept.get(key) or [])
+        lanes.extend(lane() for _ in range(n - len(lanes)))
+        for _, trainer, _ in lanes[:n]:
+            trainer.lr.fill_(float(lr))
+            trainer.loss_fn = loss_fn
+        return lanes[:n]
 
 
 class _SequentialTrainer:
@@ -367,6 +437,7 @@ class _ForeachTrainer(_SequentialTrainer):
 
 class VectorizedEngine:
     """All tasks at once: stacked parameters, vmap(grad) over clients, SGD on the stacked tensors."""
+    name = "vectorized"
 
     def __init__(self, cfg, mean, std, speed: Speed | None = None):
         self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
@@ -637,6 +708,11 @@ def _per_client(n: int, dev, ids: list[int] | None, given: list[dict] | None) ->
     return ids, {k: torch.stack([g[k] for g in given]) for k in given[0]}
 
 
+def _on(stream):
+    """torch.cuda.stream(stream), or nothing for None (a CPU)."""
+    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
+
+
 def _on_device(arrays: list[np.ndarray], dev, one_copy: bool) -> list[torch.Tensor]:
     """The arrays (one dtype) as tensors on dev: in one host-to-device copy, or one copy each."""
     if not one_copy:
@@ -658,5 +734,7 @@ def _stack_tasks(tasks: list[Task]) -> dict:
 
 def make_engine(cfg, mean, std, device_type: str, speed: Speed | None = None):
     """The client engine for this device; speed None: Speed.default(device_type)."""
-    engine = VectorizedEngine if cfg.resolved_engine(device_type) == "vectorized" else SequentialEngine
-    return engine(cfg, mean, std, Speed.default(device_type) if speed is None else speed)
+    speed = Speed.default(device_type) if speed is None else speed
+    vectorized = cfg.resolved_engine(device_type) == "vectorized" and not (speed.client_streams
+                                                                          and cfg.engine == "auto")
+    return (VectorizedEngine if vectorized else SequentialEngine)(cfg, mean, std, speed)

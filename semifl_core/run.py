@@ -348,7 +348,7 @@ def finish(exp: Experiment, st: State, path: Path, wall: float, **extra) -> dict
                 "best_acc_train_sbn: that model re-evaluated with sBN statistics from the whole training set.",
         "wall_time_s": wall,
         "device": str(exp.device),
-        "engine": cfg.resolved_engine(exp.device.type),
+        "engine": exp.engine.name,
         "version": __version__,
         **extra,
         "checksums": {name: results.sha256(path / name) for name in ("metrics.csv", "model.pt")},
