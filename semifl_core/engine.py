@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import math
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -212,7 +213,7 @@ class SequentialEngine:
 
     def __init__(self, cfg, mean, std, speed: Speed | None = None):
         self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
-        self._kept = {}
+        self._kept, self._said = {}, set()
 
     def _trainer(self, model, loss_fn, lr: float, speed):
         """The step's trainer; one whose full-batch step is a CUDA graph is kept for the next calls (capture once per
@@ -311,6 +312,11 @@ class SequentialEngine:
         """n (model copy, trainer, CUDA stream or None) for client_streams: kept for the next calls with graphs (each
         lane's captured step reads its copy's memory), made anew otherwise."""
         dev = next(model.parameters()).device
+        graphs = speed.flat_sgd and speed.cuda_graphs
+        if graphs and not getattr(loss_fn, "graph_safe", False) and "eager" not in self._said:
+            self._said.add("eager")
+            print("semifl: client_streams: the clients' loss is not marked graph_safe; its steps run eagerly on the "
+                  "clients' streams", file=sys.stderr)
 
         def lane():
             copy_ = copy.deepcopy(model)
@@ -321,6 +327,9 @@ class SequentialEngine:
             return [lane() for _ in range(n)]
         key = (id(model), loss_key(loss_fn), "lanes")
         lanes = _keep(self._kept, key, self._kept.get(key) or [])
+        if n > len(lanes) and dev.type == "cuda":
+            free, _ = torch.cuda.mem_get_info(dev)
+            check_lanes_fit(n - len(lanes), lane_bytes(model), free)
         lanes.extend(lane() for _ in range(n - len(lanes)))
         for _, trainer, _ in lanes[:n]:
             trainer.lr.fill_(float(lr))
@@ -706,6 +715,27 @@ def _per_client(n: int, dev, ids: list[int] | None, given: list[dict] | None) ->
     ids = torch.as_tensor(list(range(n)) if ids is None else ids, dtype=torch.long).to(dev)
     given = given or [{}] * n
     return ids, {k: torch.stack([g[k] for g in given]) for k in given[0]}
+
+
+# A lane's memory beyond its weights (momentum, start copy, gradients, the captured step's pool of activations), as a
+# multiple of its weights' bytes: an upper guess for batches of 10-64 (WRN-28-2: 6 MB of weights, well under 100 MB of
+# activations at batch 10); check_lanes_fit refuses only what clearly cannot fit.
+LANE_OVERHEAD = 24
+
+
+def lane_bytes(model) -> int:
+    """About what one client_streams lane holds on the GPU: its weights and buffers times (1 + LANE_OVERHEAD)."""
+    weights = sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
+    return weights * (1 + LANE_OVERHEAD)
+
+
+def check_lanes_fit(n: int, per_lane: int, free: int) -> None:
+    """One line, before training, if n new client_streams lanes of per_lane bytes cannot fit in free bytes."""
+    fit = free // max(per_lane, 1)
+    if n > fit:
+        raise ConfigError(f"client_streams=True: {n} clients' streams need about {n * per_lane / 2**30:.1f} GiB and "
+                          f"the GPU has {free / 2**30:.1f} GiB free: about {fit} fit; allowed: at most {fit} clients "
+                          "a round (a lower active_rate), or client_streams=False")
 
 
 def _on(stream):

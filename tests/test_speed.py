@@ -367,6 +367,17 @@ def test_client_streams_pick_the_sequential_engine_where_the_config_lets_the_dev
     assert make_engine(profile("smoke", engine="vectorized"), DATA.mean, DATA.std, "cuda", streams).name == "vectorized"
 
 
+def test_more_client_streams_than_the_gpu_holds_is_one_line_naming_how_many_fit():
+    from semifl_core.engine import check_lanes_fit, lane_bytes
+    model = make_model(profile("smoke"), 3)
+    per = lane_bytes(model)
+    assert per > sum(p.numel() * 4 for p in model.parameters())
+    check_lanes_fit(10, per, 10 * per)   # fits: nothing said
+    with pytest.raises(ConfigError, match=r"^client_streams=True: 40 clients' streams need about .* GiB and the GPU "
+                                          r"has .* GiB free: about 12 fit; allowed: at most 12 clients a round"):
+        check_lanes_fit(40, per, 12 * per + per // 2)
+
+
 @needs_cuda
 def test_client_streams_train_as_eager_on_cuda(full_fp32, monkeypatch):
     """On CUDA: every client's captured step replayed on its own stream, three train calls (captured in the first),
