@@ -162,19 +162,3 @@ def labeled_draw(cfg) -> tuple:
     if cfg.cbafed_labeled == "dirichlet" or cfg.labels_at != SERVER or cfg.method.labels != SERVER:
         return ("no server set", cfg.dataset, cfg.method.labels, cfg.labels_at)
     return (cfg.dataset, cfg.num_supervised, cfg.seed if cfg.split_seed == -1 else cfg.split_seed)
-
-
-def shared_draws_refusal(a, b, claim: str = "") -> str | None:
-    """None when configs a and b share each seed's labeled set (a claim between them may be paired by seed); else one
-    line naming the claim and what differs."""
-    da, db = labeled_draw(a.replace(seed=0)), labeled_draw(b.replace(seed=0))
-    if da == db and da[0] != "no server set":
-        return None
-    return (f"{claim or 'the claim'}: its arms do not share the server's labeled set ({a.algorithm}: {_draw_text(da)}; "
-            f"{b.algorithm}: {_draw_text(db)}), so it cannot be paired by seed")
-
-
-def _draw_text(d: tuple) -> str:
-    if d[0] == "no server set":
-        return f"labels at {d[3] if d[2] == SERVER else d[2]}"
-    return f"{d[0]}, N_S={d[1]}" + ("" if d[2] == 0 else f", split seed {d[2]}")

@@ -8,7 +8,6 @@ evaluated round counts alike); a row of the mechanism table is the mean (populat
 means, and the claims judge the per-seed run means by the package's rule (report.rule)."""
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pandas as pd
@@ -20,9 +19,9 @@ from . import configs
 from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
                       REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import Seeded, above, at_least, family, separation
+from .rule import Seeded, above, at_least, family, separation, upper_end
 from .seed_plan import planned_seeds
-from .runs import curves, run_all, stored_runs
+from .runs import curves, stored_runs
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
 # measure -> (display name, scale): shares are shown in percent. A client's own classes are "its classes" (the
@@ -309,8 +308,7 @@ def _advice(claims_table: pd.DataFrame) -> str:
         lead = f"Under Non-IID K=2 at 300 rounds, SemiFL with {over_psl} is held above Partially Supervised."
     else:
         vs_psl = [(c, v, i) for c, v, i, _ in claims_ if "beats Partially Supervised" in c]
-        highs = [float(m.group(1)) for _, v, i in vs_psl if v == "within noise"
-                 for m in [re.search(r", ([+-][\d.]+)\]", i)] if m]
+        highs = [h for _, v, i in vs_psl if v == "within noise" for h in [upper_end(i)] if h is not None]
         lead = ("Under Non-IID K=2 at 300 rounds, no remedy tried here is held above Partially Supervised"
                 + ("" if final else " so far")
                 + (f": the server's labels alone do as well, within the seeds' noise, and the intervals rule out a "

@@ -31,7 +31,7 @@ from ..config import PROFILE_GRID
 from ..methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C, paper
 from .claims import INTERVAL, SEPARATION
-from .rule import RULE, above, family, leave_one_out
+from .rule import RULE, above, family, leave_one_out, upper_end
 from . import runs
 from .runs import REPO
 from .seed_plan import planned_seeds
@@ -292,7 +292,7 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
             if held:
                 out.append(f"above {short} under {part}: {_and(held)}")
                 continue
-            tops = [float(m.group(1)) for r in rows for m in [re.search(r", ([+-][\d.]+)\]", r[i])] if m]
+            tops = [h for r in rows for h in [upper_end(r[i])] if h is not None]
             more = sum(" planned" in r[i] for r in rows)
             out.append(f"above {short} under {part}: none held of {len(rows)}; their intervals leave open leads of at "
                        f"most {max(tops):+.1f} points" + (f" ({more} with more seeds planned)" if more else "")

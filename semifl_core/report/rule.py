@@ -11,6 +11,7 @@ SEPARATION_RULE (the rule before, kept one more release as a named column so tha
 the gap against both seed spreads (`separation`). docs/verdicts.md says why it was replaced."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -73,6 +74,13 @@ class Judged:
         if not self.judged:
             return "-"
         return f"{self.diff:+.1f} [{self.low:+.1f}, {self.high:+.1f}]"
+
+
+def upper_end(text: str) -> float | None:
+    """The interval's upper end in a table cell Judged.interval wrote ('+2.6 [+0.3, +4.8], n=5, paired t' -> 4.8): the
+    largest lead the claim's interval leaves open; None without an interval."""
+    m = re.search(r", ([+-][\d.]+)\]", text)
+    return float(m.group(1)) if m else None
 
 
 def _t(diff: float, se: float, df: float, n: int, test: str, seeds=()) -> Judged:
