@@ -332,7 +332,6 @@ def keep_round(st: State, m: dict, on_disk=lambda: "nothing was saved") -> dict:
 def finish(exp: Experiment, st: State, path: Path, wall: float, **extra) -> dict:
     """Write model.pt, metrics.csv, then summary.json (last, sealed, with checksums, with `extra` fields); drop the
     checkpoint."""
-    cfg = exp.cfg
     best_model = copy.deepcopy(st.model)
     best_model.load_state_dict(st.best["weights"])
     exp.refresh_sbn(best_model, torch.arange(len(exp.data.x_train), device=exp.device))

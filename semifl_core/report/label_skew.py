@@ -19,7 +19,7 @@ from . import configs
 from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
                       REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import Seeded, above, at_least, family, separation, upper_end
+from .rule import above, at_least, at_planned, family, separation, upper_end
 from .seed_plan import planned_seeds
 from .runs import curves, stored_runs
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
@@ -217,7 +217,7 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | N
             if not len(own):
                 continue
             fixed = _finals(judges, f"{label_of(SEMIFL)} | {part}")
-            pairs = {base: _at(own, other, (planned or {}).get((r, part, base), (0, 1, 2)))
+            pairs = {base: at_planned(own, other, (planned or {}).get((r, part, base), (0, 1, 2)))
                      for base, other in (("psl", psl), ("fixed", fixed))}
             claim = f"SemiFL + {r} above {{}} under {name} at 300 rounds"
             vs_psl.append(above(*pairs["psl"], claim.format("Partially Supervised")))
@@ -232,13 +232,6 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | N
     columns = ["remedy", "partition", FINAL, "Partially Supervised", "SemiFL, fixed rule",
                "vs Partially Supervised", "vs SemiFL"]
     return pd.DataFrame(rows, columns=columns).set_index(["remedy", "partition"])
-
-
-def _at(own: Seeded, other: Seeded, seeds) -> tuple[dict, dict]:
-    """own and other as {seed: value} at the planned `seeds` both hold (a campaign still running: those in)."""
-    a, b = (dict(zip(v.seeds, np.asarray(v, float).tolist())) for v in (own, other))
-    both = set(a) & set(b) & set(seeds) if len(seeds) > 3 else set(seeds) & (set(a) | set(b))
-    return {s: a[s] for s in sorted(both) if s in a}, {s: b[s] for s in sorted(both) if s in b}
 
 
 def planned_runs(p, ds, n, plan, planned: dict, seeds, results_dir=None) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -31,7 +31,7 @@ from ..config import PROFILE_GRID
 from ..methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C, paper
 from .claims import INTERVAL, SEPARATION
-from .rule import RULE, above, family, leave_one_out, upper_end
+from .rule import RULE, above, at_planned, family, leave_one_out, upper_end
 from . import runs
 from .runs import REPO
 from .seed_plan import planned_seeds
@@ -103,9 +103,8 @@ def headline_rows(results_dir=None, planned: bool = True) -> list[dict]:
     for r in C.headline_configs(results_dir):
         seeds = planned_seeds(r["cfg_a"], r["cfg_psl"]) if planned else SEEDS
         a, psl = final_accs(r["cfg_a"], results_dir, seeds), final_accs(r["cfg_psl"], results_dir, seeds)
-        both = set(a) & set(psl) if len(seeds) > len(SEEDS) else set(seeds)   # a planned claim: the seeds in so far
-        row = dict(r, a={s: v for s, v in a.items() if s in both}, psl={s: v for s, v in psl.items() if s in both},
-                   fsl=final_accs(r["cfg_fsl"], results_dir), planned=len(seeds))
+        a, psl = at_planned(a, psl, seeds, len(SEEDS))   # a planned claim: the seeds in so far
+        row = dict(r, a=a, psl=psl, fsl=final_accs(r["cfg_fsl"], results_dir), planned=len(seeds))
         if row["a"] or r["study"] != "few labels" or r["R"] == 30:
             rows.append(row)
     return judge(rows)

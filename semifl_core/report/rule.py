@@ -202,6 +202,15 @@ def _by_seed(v) -> dict | None:
     return None
 
 
+def at_planned(a, b, planned, base: int = MIN_SEEDS) -> tuple[dict, dict]:
+    """A claim's two arms ({seed: value}, or Seeded) at its planned seeds: where the seed plan gave it more than the
+    `base` seeds every claim has, the planned seeds both arms hold so far (a campaign still running: those in, every
+    arm at the same seeds); otherwise its planned seeds, as each arm holds them."""
+    a, b = (v if isinstance(v, dict) else dict(zip(v.seeds, np.asarray(v, float).tolist())) for v in (a, b))
+    keep = set(a) & set(b) & set(planned) if len(planned) > base else set(planned)
+    return {s: a[s] for s in sorted(keep) if s in a}, {s: b[s] for s in sorted(keep) if s in b}
+
+
 def _values(v) -> np.ndarray:
     return np.asarray(list(v.values()) if isinstance(v, dict) else v, float)
 
