@@ -14,6 +14,7 @@ from semifl_core.methods.client_state import KEY, ClientState
 from semifl_core.net import graph_safe, inner, sq_distance
 from semifl_core.run import Experiment, run
 from float_bound import assert_near, longest_sum, rtol
+from interrupt import interrupted
 
 DATA = synthetic()
 
@@ -107,20 +108,11 @@ def test_both_engines_read_and_update_the_state_alike(dyn):
         assert_near(end["vec"], end["seq"], tol, f"client {c}'s trained weights, from its state")
 
 
-def test_the_state_is_checkpointed_with_the_run(dyn, tmp_path, monkeypatch):
+def test_the_state_is_checkpointed_with_the_run(dyn, tmp_path):
     cfg = profile("smoke", rounds=4, algorithm="test-dyn", dyn_alpha=0.1)
     full = run(cfg, tmp_path / "full", device="cpu", progress=False, data=DATA)
-    real = Experiment.round
-
-    def crash_at_round_3(self, st, r):
-        if r == 2:
-            raise KeyboardInterrupt("killed")
-        return real(self, st, r)
-    monkeypatch.setattr(Experiment, "round", crash_at_round_3)
-    with pytest.raises(KeyboardInterrupt):
-        run(cfg, tmp_path / "resumed", device="cpu", progress=False, data=DATA, checkpoint_every=2)
-    monkeypatch.setattr(Experiment, "round", real)
-    resumed = run(cfg, tmp_path / "resumed", device="cpu", progress=False, data=DATA, checkpoint_every=2)
+    interrupted(cfg, tmp_path / "resumed", after=2, data=DATA)   # killed in round 3, its checkpoint round 2's
+    resumed = run(cfg, tmp_path / "resumed", device="cpu", progress=False, data=DATA)
     a = torch.load(f"{full['path']}/model.pt", weights_only=False)["final"]
     b = torch.load(f"{resumed['path']}/model.pt", weights_only=False)["final"]
     assert all(torch.equal(a[k], b[k]) for k in a)   # without the state restored, round 3's losses would differ
