@@ -2,7 +2,7 @@
 
 The CLI, config validation, the results store and the reports read this table; nothing else names a method.
 Adding a method is one module (a `round(exp, state, rnd) -> RoundRecord` function, see methods/semifl.py; or, for a
-variant of SemiFL, its client loss) and one line: in METHODS, or `register(Method(...))` in a module of your own
+variant of SemiFL, its client loss and any state it keeps per client: methods/client_state.py) and one line: in METHODS, or `register(Method(...))` in a module of your own
 that every process imports when SEMIFL_METHODS names it (docs/adding_a_method.md).
 
 This module imports nothing heavy (no torch): `semifl --help` and config validation read it.
