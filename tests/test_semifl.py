@@ -248,6 +248,17 @@ def test_a_part_the_loss_does_not_have_is_one_line():
                                           r"fix_weight, mix_weight$"):
         semifl_loss.Parts().change(fix_cee=sample_ce)
     assert semifl_loss.Parts().change(mix_weight=0.5).mix_weight == 0.5
+    # through a variant, the line names the method
+    from semifl_core.config import profile
+    from semifl_core.methods import METHODS, SEMIFL, Method, register
+    register(Method("test-typo", "Typo", variant_of=SEMIFL,
+                    client_loss=lambda cfg, base: semifl_loss.loss_of(base.parts.change(fix_cee=sample_ce))))
+    try:
+        with pytest.raises(ConfigError, match=r"^method 'test-typo': SemiFL's client loss has no part 'fix_cee'; "
+                                              r"its parts: fix_ce, mix, fix_weight, mix_weight$"):
+            semifl_loss.semifl_client_loss(profile("smoke", algorithm="test-typo"))
+    finally:
+        METHODS.pop("test-typo", None)
 
 
 def test_parts_built_anew_with_the_same_code_and_values_are_one_loss():

@@ -115,6 +115,10 @@ def semifl_client_loss(cfg):
     received weights, even under a variant's own terms), so that a variant keeps every switch by construction."""
     loss, variant = base_loss(cfg), cfg.method.client_loss_function()
     if variant:
-        loss = variant(cfg, loss)
+        from ..errors import ConfigError
+        try:
+            loss = variant(cfg, loss)
+        except ConfigError as err:   # e.g. a part SemiFL's loss does not have: said with the method's name
+            raise ConfigError(f"method {cfg.algorithm!r}: {err}") from None
     frozen_prefixes = skew_losses.remedy(cfg).frozen
     return frozen(loss, *frozen_prefixes) if frozen_prefixes else loss
