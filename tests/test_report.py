@@ -306,3 +306,10 @@ def test_a_horizon_claim_the_seed_plan_gave_more_seeds_is_judged_at_them(monkeyp
     planned = {100: (dict(enumerate(semi)), dict(enumerate(psl)), 6)}
     got = report.horizon_claims(df, (100,), planned=planned).set_index("claim")
     assert got.verdict[key] == "held" and "n=5 of 6 planned, paired t" in got.loc[key, INTERVAL]
+    # and a `long` row the plan gave more seeds, by partition
+    long_df = pd.DataFrame([dict(label=label_of(m), method=label_of(m), dataset="fashionmnist", num_supervised=100,
+                                 partition="iid", seed=s, final_acc=v[s], best_acc=v[s], draw="d")
+                            for m, v in ((SEMIFL, semi), (PARTIALLY_SUPERVISED, psl)) for s in range(3)])
+    got = report.horizon_claims(df, (), long_df, ("fashionmnist", 100), long_planned={"iid": planned[100]})
+    got = got.set_index("claim")
+    assert got.verdict["[long, IID] SemiFL beats Partially Supervised"] == "held"

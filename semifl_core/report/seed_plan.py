@@ -26,7 +26,7 @@ from ..config import Config
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from ..results import open_run
 from . import configs as C
-from .paper import PARTITION_NAMES
+from .paper import PARTITION_NAMES, PARTITIONS
 from .rule import at_planned, holm, paired, seeds_to_decide
 from .runs import REPO, final_accs, train_minutes
 
@@ -125,6 +125,15 @@ def horizon_planned(p, ds, n, results_dir=None) -> dict:
         if got:
             out[r] = got
     return out
+
+
+def partitions_planned(p, ds, n, results_dir=None) -> dict:
+    """{partition: at_planned_seeds(SemiFL, Partially Supervised)} for Table 1's runs at profile p whose claim 'SemiFL
+    above Partially Supervised' the plan gave more seeds (the horizon notebook's `long` rows)."""
+    cfgs = C.table1_configs(p, ds, n)
+    out = {part: at_planned_seeds(cfgs[f"{C.label_of(SEMIFL)} | {part}"], cfgs[C.label_of(PARTIALLY_SUPERVISED)],
+                                  results_dir) for part in PARTITIONS}
+    return {part: got for part, got in out.items() if got}
 
 
 def _asks(c: Claim) -> bool:
