@@ -5,11 +5,11 @@ A loss function is `loss_fn(f, inputs) -> (loss, aux)`: f is the network being t
 normalised image batch, f.parts(x1, x2) two batches in one forward, f.params the weights being trained, f.start the
 weights the round started from, f.at(w, x) the logits at other weights, f.state and f.client the trained client's
 state and id), inputs is one step of a Task with its uint8 images normalised, aux a 1-D tensor of counts the method
-wants summed over the steps (may be empty). A loss may leave parameters untrained (`frozen`). The loss interface is net.py's; the SGD, flat buffers and CUDA graphs sgd.py's.
-`train` returns the trained weights stacked along a leading model dimension, each model's SGD
-momentum, and per model the sums over its steps of [loss, *aux]. Given `ids` and `given` (per model: its client id
-and the tensors its loss reads as f.state, constant through its training), every engine hands each model its own.
-Both engines consume the same tasks, so they train on identical inputs:
+wants summed over the steps (may be empty). A loss may leave parameters untrained (`frozen`). The loss interface is
+net.py's; the SGD, flat buffers and CUDA graphs sgd.py's. `train` returns the trained weights stacked along a leading
+model dimension, each model's SGD momentum, and per model the sums over its steps of [loss, *aux]. Given `ids` and
+`given` (per model: its client id and the tensors its loss reads as f.state, constant through its training), every
+engine hands each model its own. Both engines consume the same tasks, so they train on identical inputs:
 
 - `sequential`: one model after another with torch.optim.SGD and clip_grad_norm_: the readable reference
   (with Speed.flat_sgd: the same update with torch._foreach_* ops, `sgd_`).
