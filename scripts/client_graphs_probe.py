@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT))
 
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from gpu_step_probe import time_replays  # noqa: E402
+from gpu_step_probe import captured, time_replays  # noqa: E402
 from semifl_core.config import profile  # noqa: E402
 from semifl_core.models import make_model  # noqa: E402
 
@@ -120,8 +120,8 @@ def graphs_on_streams(nets, data, bf16: bool, cuda: bool, r: int):
         return (lambda: [f() for f in fulls]), (lambda: [f() for f in partials])
     streams = [torch.cuda.Stream() for _ in nets]
 
-    full_g = [graph_on(fn, s) for fn, s in zip(fulls, streams)]
-    part_g = [graph_on(fn, s) for fn, s in zip(partials, streams)]
+    full_g = [captured(fn, s)[0] for fn, s in zip(fulls, streams)]
+    part_g = [captured(fn, s)[0] for fn, s in zip(partials, streams)]
 
     def replay(graphs, steps=None):
         main = torch.cuda.current_stream()
@@ -135,22 +135,9 @@ def graphs_on_streams(nets, data, bf16: bool, cuda: bool, r: int):
     return (lambda steps=None: replay(full_g, steps)), (lambda: replay(part_g))
 
 
-def graph_on(fn, stream):
-    """fn captured as a CUDA graph on `stream` (three eager warm-up calls there first, as torch asks)."""
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=stream):
-        fn()
-    return g
-
-
-def captured(fn):
-    """fn as one CUDA graph's replay (captured on a side stream)."""
-    return graph_on(fn, torch.cuda.Stream()).replay
+def replay_of(fn):
+    """fn as one CUDA graph's replay (gpu_step_probe.captured, on a side stream of its own)."""
+    return captured(fn, torch.cuda.Stream())[0].replay
 
 
 def ms(fn) -> float:
@@ -193,7 +180,7 @@ def main(argv=None) -> int:
     for mode, bf16, cl in (("fp32 (TF32) NCHW", False, False), ("bf16 NHWC", True, True)):
         for n in map(int, args.ns.split(",")):
             base, nets, data = clients(n, b, "cuda", "wrn28x2", cl)
-            vm = ms(captured(vmap_step(base, copy.deepcopy(nets), data, bf16)))
+            vm = ms(replay_of(vmap_step(base, copy.deepcopy(nets), data, bf16)))
             full, part = graphs_on_streams(nets, data, bf16, cuda=True, r=r)
             per = ms(full)
             steps = [240 + (c * 7) % 11 for c in range(n)]   # clients' own step counts, as a round has them

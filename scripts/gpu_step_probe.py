@@ -131,16 +131,17 @@ def step_fns(model, params, buffers, data, streams: int = 0):
     return fns
 
 
-def captured(fn):
-    """fn as a CUDA graph (three eager warm-up calls on a side stream first, as torch asks)."""
-    s = torch.cuda.Stream()
+def captured(fn, stream=None):
+    """fn as a CUDA graph, with its output: three eager warm-up calls first, as torch asks, on `stream` (None: a side
+    stream of their own), then the capture on `stream` (None: torch's own capture stream)."""
+    s = stream or torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
         for _ in range(3):
             fn()
     torch.cuda.current_stream().wait_stream(s)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, stream=stream):
         out = fn()
     return g, out
 

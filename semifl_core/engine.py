@@ -258,16 +258,13 @@ class SequentialEngine:
                     task_stats = step if task_stats is None else task_stats + step
                     if losses is not None:
                         losses.append(step[0].item())
-            # plain BN (norm=bn) also carries its running statistics to the average
-            results.append({k: v.detach().clone() for k, v in model.state_dict().items()
-                            if k in names or k.endswith(("running_mean", "running_var"))})
+            results.append(_trained(model, names))
             new_states.append(trainer.momentum(state))
             stats.append(task_stats)
         model.load_state_dict(start)
         if step_losses:   # read once (sync_free)
             losses.extend(torch.stack(step_losses).tolist())
-        stacked = {k: torch.stack([r[k] for r in results]) for k in results[0]} if results else {}
-        return stacked, new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
+        return _stacked(results), new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
 
     def _train_streams(self, model, tasks, loss_fn, lr, states, speed, ids, given):
         """Speed.client_streams: every task its own copy of the model, its own trainer (its full-batch step captured
@@ -301,10 +298,7 @@ class SequentialEngine:
         for _, _, stream in lanes:
             if stream is not None:
                 main.wait_stream(stream)
-        results = [{k: v.detach().clone() for k, v in copy_.state_dict().items()
-                    if k in names or k.endswith(("running_mean", "running_var"))} for copy_, _, _ in lanes]
-        stacked = {k: torch.stack([r[k] for r in results]) for k in results[0]}
-        return (stacked, [trainer.momentum(state) for (_, trainer, _), state in zip(lanes, states)],
+        return (_stacked([_trained(copy_, names) for copy_, _, _ in lanes]), [trainer.momentum(state) for (_, trainer, _), state in zip(lanes, states)],
                 torch.stack(stats).cpu())
 
     def _lanes(self, model, loss_fn, lr: float, speed, n: int) -> list:
@@ -312,7 +306,8 @@ class SequentialEngine:
         lane's captured step reads its copy's memory), made anew otherwise."""
         dev = next(model.parameters()).device
         graphs = speed.flat_sgd and speed.cuda_graphs
-        if graphs and not getattr(loss_fn, "graph_safe", False) and "eager" not in self._said:
+        kept = graphs and getattr(loss_fn, "graph_safe", False)
+        if graphs and not kept and "eager" not in self._said:
             self._said.add("eager")
             print("semifl: client_streams: the clients' loss is not marked graph_safe; its steps run eagerly on the "
                   "clients' streams", file=sys.stderr)
@@ -322,15 +317,13 @@ class SequentialEngine:
             trainer = (_ForeachTrainer(self.cfg, copy_, loss_fn, lr, speed, lr_on_device=speed.cuda_graphs)
                        if speed.flat_sgd else _TorchOptimTrainer(self.cfg, copy_, loss_fn, lr, speed))
             return copy_, trainer, torch.cuda.Stream(dev) if dev.type == "cuda" else None
-        if not (speed.flat_sgd and speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
-            return [lane() for _ in range(n)]
         key = (id(model), loss_key(loss_fn), "lanes")
-        lanes = _keep(self._kept, key, self._kept.get(key) or [])
-        if n > len(lanes) and dev.type == "cuda":
+        lanes = _keep(self._kept, key, self._kept.get(key) or []) if kept else []
+        if n > len(lanes) and dev.type == "cuda":   # every new lane, kept or not: one line if they cannot fit
             free, _ = torch.cuda.mem_get_info(dev)
             check_lanes_fit(n - len(lanes), lane_bytes(model), free)
         lanes.extend(lane() for _ in range(n - len(lanes)))
-        for _, trainer, _ in lanes[:n]:
+        for _, trainer, _ in lanes[:n] if kept else ():   # kept for the next calls: this call's learning rate, loss
             trainer.lr.fill_(float(lr))
             trainer.loss_fn = loss_fn
         return lanes[:n]
@@ -735,6 +728,18 @@ def check_lanes_fit(n: int, per_lane: int, free: int) -> None:
         raise ConfigError(f"client_streams=True: {n} clients' streams need about {n * per_lane / 2**30:.1f} GiB and "
                           f"the GPU has {free / 2**30:.1f} GiB free: about {fit} fit; allowed: at most {fit} clients "
                           "a round (a lower active_rate), or client_streams=False")
+
+
+def _trained(model, names) -> dict:
+    """A trained model's weights to hand back: its parameters, and plain BN's (norm=bn) running statistics, which go
+    to the average too."""
+    return {k: v.detach().clone() for k, v in model.state_dict().items()
+            if k in names or k.endswith(("running_mean", "running_var"))}
+
+
+def _stacked(results: list[dict]) -> dict:
+    """The models' weights stacked along a leading model dimension ({} for none)."""
+    return {k: torch.stack([r[k] for r in results]) for k in results[0]} if results else {}
 
 
 def _on(stream):
