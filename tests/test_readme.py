@@ -203,3 +203,15 @@ def test_splice_replaces_only_what_stands_between_the_markers():
     text = f"intro\n{begin}\nold\n{end}\noutro\n"
     once = readme.splice(text, readme.HEADLINE, "new")
     assert once == f"intro\n{begin}\n\nnew\n\n{end}\noutro\n" and readme.splice(once, readme.HEADLINE, "new") == once
+
+
+def test_why_a_verdict_changed_reads_the_test_and_n_from_the_whole_interval_cell():
+    # the test's name is not always the cell's last part: a conjunction ends with 'weakest of k'
+    boot = readme._why("held", "within noise", "+0.0 [-0.0, +0.1], n=200, bootstrap, weakest of 5")
+    assert "percentile" in boot and "n=3" not in boot
+    at3 = readme._why("held", "within noise", "+1.8 [-6.9, +10.5] at 99.2 %, n=3 of 6 planned, paired t")
+    assert "widened by its family's correction" in at3 and "at n=3" in at3
+    at4 = readme._why("held", "within noise", "+4.3 [-1.0, +9.5] at 98.8 %, n=4, paired t")
+    assert "n=4" in at4 and "n=3" not in at4
+    assert "paired by seed" in readme._why("within noise", "held", "+0.4 [+0.0, +0.8], n=3, paired t, weakest of 2")
+    assert "paired" not in readme._why("within noise", "held", "+1.0 [+0.2, +1.8], n=3, Welch t")

@@ -438,19 +438,22 @@ VERDICTS_DOC = "docs/verdicts.md"
 
 
 def _why(old: str, new: str, interval: str) -> str:
-    """Why a claim's verdict changed from the separation rule's (old) to RULE's (new), from its interval cell."""
+    """Why a claim's verdict changed from the separation rule's (old) to RULE's (new), read from its interval cell
+    ('+1.8 [-6.9, +10.5] at 99.2 %, n=3 of 6 planned, paired t[, weakest of 3]')."""
     judged = ("held", "not held", "within noise")
     if new not in judged or old not in judged:
         return "fewer than three seeds, or arms at different seeds: no verdict" if new not in judged else \
             "the separation rule had no verdict here"
-    test = interval.rsplit(", ", 1)[-1]
+    n = re.search(r"\bn=(\d+)", interval)
     if new == "within noise":
-        widened = " %," in interval
-        if "bootstrap" in test:
-            return "the 95 % percentile interval holds the bound; the separation rule used one spread (about 68 %)"
-        return ("the 95 % interval holds zero" + (", widened by its family's correction" if widened else "")
-                + ": at n=3 a t interval is wider than the two spreads summed")
-    if "paired" in test:
+        if "bootstrap" in interval:
+            return ("the replicates' 95 % percentile interval holds zero; the separation rule used one spread "
+                    "(about 68 %)")
+        widened = ", widened by its family's correction" if " %," in interval else ""
+        if n and n.group(1) == "3":
+            return f"the 95 % interval holds zero{widened}: at n=3 a t interval is wider than the two spreads summed"
+        return f"the 95 % interval holds zero{widened}, at n={n.group(1) if n else '?'}"
+    if "paired" in interval:
         return "paired by seed: the shared labeled set's spread cancels"
     return "the interval of the difference is narrower than the two spreads summed"
 
