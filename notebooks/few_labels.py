@@ -88,7 +88,7 @@ report.few_label_table(df)
 # %% [markdown]
 # ## What each rule puts in the fix set
 #
-# Per round, over the active clients: the share of the fix set's largest class (1.0 = one class only), the label ratio (fix-set size over the clients' images) and the fix set's pseudo-label accuracy. Mean and a band of one std over seeds. The fixed rule's curves come from its instrumented runs (the diagnosis notebook's: `diagnostics=True` trains exactly as the plain run and records the fix set's classes).
+# Per round, over the active clients: the share of the fix set's largest class (1.0 = one class only), the label ratio (fix-set size over the clients' images) and the fix set's pseudo-label accuracy. Mean and a band of one std over seeds. The fixed rule's curves come from its instrumented runs (the diagnosis notebook's: `diagnostics=True` records the fix set's classes and trains as the plain run does on the same machine and kernels; the committed instrumented and plain runs were trained on different machines and part from round 1, so only these curves come from the instrumented runs: [docs/label_skew.md](../docs/label_skew.md#which-runs-each-table-uses)).
 
 # %%
 pseudo = cur[(cur.metric != 'test accuracy (%)') & cur.rule.isin(configs.few_label_rows())]

@@ -396,7 +396,8 @@ def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
 
 # "Why does the few-label fix stop working under label skew?": the rules under Non-IID K=2 at the small
 # profile, instrumented (diagnostics=True adds, per evaluated round, pseudo_labels.skew_measures and the client
-# models' per-class accuracy shift; it trains exactly as the plain run).
+# models' per-class accuracy shift; it trains as the plain run does on the same machine and kernels, and a pair
+# trained on different machines parts from round 1: docs/label_skew.md, 'Which runs each table uses').
 SKEW_PARTITION = "non-iid-l-2"
 
 
