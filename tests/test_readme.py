@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from semifl_core.methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED
-from semifl_core.report import configs as C, readme
+from semifl_core.report import configs as C, readme, rule
 from semifl_core.report.rule import above
 from semifl_core.results import run_dir
 from semifl_core.report.runs import REPO
@@ -215,3 +215,23 @@ def test_why_a_verdict_changed_reads_the_test_and_n_from_the_whole_interval_cell
     assert "n=4" in at4 and "n=3" not in at4
     assert "paired by seed" in readme._why("within noise", "held", "+0.4 [+0.0, +0.8], n=3, paired t, weakest of 2")
     assert "paired" not in readme._why("within noise", "held", "+1.0 [+0.2, +1.8], n=3, Welch t")
+
+
+def _made_up_row(diffs, R=30, study="`small`"):
+    psl = {s: 70.0 + (s % 3) for s in range(len(diffs))}   # the shared labeled set moves both arms alike
+    return dict(study=study, R=R, partition="iid", method="SemiFL", psl=psl,
+                a={s: psl[s] + d for s, d in enumerate(diffs)})
+
+
+def test_a_decided_claim_one_seed_from_another_verdict_is_named_under_the_headline():
+    steady = _made_up_row([2.0, 2.2, 1.9, 2.1, 2.0, 2.1])          # held, and held without any one seed
+    edge = _made_up_row([3.0, 0.2, 2.5, 0.6, 2.8, 1.0], R=100, study="training length")  # held only with all six
+    rows = readme.judge([steady, edge])
+    assert str(steady["verdict"]) == "held" and str(edge["verdict"]) == "held"
+    lines = readme.fragile_lines(rows)
+    assert len(lines) == 1 and "R=100" in lines[0] and "**held** at n=6" in lines[0]
+    turned = [s for s, v in rule.leave_one_out(edge["a"], edge["psl"], edge["verdict"].judged.level).items()
+              if v != "held"]
+    assert turned and f"without seed {readme._and(map(str, turned))}" in lines[0]
+    # three seeds: leaving one out leaves no verdict, which is not 'another verdict'
+    assert readme.fragile_lines(readme.judge([_made_up_row([2.0, 2.1, 1.9])])) == []
