@@ -520,7 +520,8 @@ def fragile_lines(rows) -> list[str]:
             if x != str(v) and not x.startswith("fewer"):
                 other.setdefault(x, []).append(str(s))
         if other:
-            turns = "; ".join(f"**{x}** without seed {_and(s)}" for x, s in other.items())
+            turns = "; ".join(f"**{x}** without " + (f"seed {s[0]}" if len(s) == 1 else f"any one of seeds {_and(s)}")
+                              for x, s in other.items())
             out.append(f"- Not beyond one more seed's reach: {_claim(r)} is **{v}** at n={v.judged.n}, {turns} "
                        "(each seed left out in turn: [docs/verdicts.md](docs/verdicts.md#what-changed)).")
     return out
