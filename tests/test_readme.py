@@ -235,3 +235,25 @@ def test_a_decided_claim_one_seed_from_another_verdict_is_named_under_the_headli
     assert len(turned) > 1 and f"without any one of seeds {readme._and(map(str, turned))}" in lines[0]
     # three seeds: leaving one out leaves no verdict, which is not 'another verdict'
     assert readme.fragile_lines(readme.judge([_made_up_row([2.0, 2.1, 1.9])])) == []
+
+
+def test_the_label_skew_answer_names_held_remedies_or_the_closest_and_the_largest_lead_left_open(tmp_path):
+    claim = lambda remedy, rival, part: f"SemiFL + {remedy} beats {rival} under {part} at 300 rounds"  # noqa: E731
+    psl, fixed = "Partially Supervised", "SemiFL's fixed rule"
+    k2 = "Non-IID, K=2"
+    rows = [(claim("one local epoch (E=1)", psl, k2), "within noise", "+2.1 [-0.5, +4.7] at 99.2 %, n=5, paired t"),
+            (claim("no global momentum", psl, k2), "within noise",
+             "+1.5 [-5.4, +8.4] at 99.2 %, n=3 of 8 planned, paired t"),
+            (claim("FedVLS's released loss", psl, k2), "within noise", "+2.3 [-14.7, +19.4] at 99.2 %, n=3, paired t"),
+            (claim("one local epoch (E=1)", fixed, k2), "held", "+2.0 [+0.3, +3.8] at 99.2 %, n=6, paired t"),
+            (claim("no global momentum", fixed, k2), "within noise", "+1.0 [-4.0, +6.0] at 99.2 %, n=3, paired t")]
+    _notebook(tmp_path, "label_skew", {"claim": [r[0] for r in rows], "verdict": [r[1] for r in rows],
+                                       readme.INTERVAL: [r[2] for r in rows]})
+    text = readme.label_skew_answer(tmp_path)
+    assert ("above Partially Supervised under Non-IID, K=2: none held of 3 (closest: one local epoch (E=1), "
+            "+2.1 [-0.5, +4.7] at 99.2 %, n=5, paired t); their intervals leave open leads of at most +19.4 points "
+            "(1 with more seeds planned)") in text
+    assert ("above the fixed rule under Non-IID, K=2: one local epoch (E=1) (+2.0 [+0.3, +3.8] at 99.2 %, n=6, "
+            "paired t)") in text
+    assert "Dir(0.1)" not in text   # no row, no sentence
+    assert readme.label_skew_answer(tmp_path / "none") == "Under label skew: the label_skew notebook is not executed."

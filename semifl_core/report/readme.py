@@ -31,7 +31,7 @@ from ..config import PROFILE_GRID
 from ..methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C, paper
 from .claims import INTERVAL, SEPARATION
-from .rule import RULE, above, family, leave_one_out, upper_end
+from .rule import RULE, above, family, leave_one_out, lower_end, upper_end
 from . import runs
 from .runs import REPO
 from .seed_plan import at_planned_seeds
@@ -269,10 +269,16 @@ def finding(rows) -> str:
         "([docs/verdicts.md](docs/verdicts.md)).", "", label_skew_answer()])
 
 
+def _remedy(claim: str) -> str:
+    """'SemiFL + one local epoch (E=1) beats ...' -> 'one local epoch (E=1)'."""
+    return claim.removeprefix("SemiFL + ").split(" beats ")[0]
+
+
 def label_skew_answer(notebooks_dir: Path | None = None) -> str:
     """The label-skew study's answer at `long` (its notebook's claims table): which remedies are held above Partially
     Supervised and above SemiFL's fixed rule under Non-IID K=2 and Dir(0.1), with n and the interval; where none is,
-    the largest lead the intervals leave open (the upper ends: larger leads are ruled out)."""
+    the closest (the highest lower end) with its interval, and the largest lead the intervals leave open (the upper
+    ends: larger leads are ruled out)."""
     path = (notebooks_dir or REPO / "notebooks") / "label_skew.ipynb"
     table = summary(path)[1] if path.exists() else []
     if not table:
@@ -286,15 +292,20 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
             rows = [r for r in table[1:] if r[c].endswith(f"beats {rival} under {part} at 300 rounds")]
             if not rows:
                 continue
-            held = [f"{r[c].removeprefix('SemiFL + ').split(' beats ')[0]} ({r[i]})" for r in rows if r[v] == "held"]
+            held = [f"{_remedy(r[c])} ({r[i]})" for r in rows if r[v] == "held"]
             if held:
                 out.append(f"above {short} under {part}: {_and(held)}")
                 continue
-            tops = [h for r in rows for h in [upper_end(r[i])] if h is not None]
+            judged = [r for r in rows if upper_end(r[i]) is not None]
+            if not judged:
+                out.append(f"above {short} under {part}: none judged")
+                continue
+            close = max(judged, key=lambda r: lower_end(r[i]))
             more = sum(" planned" in r[i] for r in rows)
-            out.append(f"above {short} under {part}: none held of {len(rows)}; their intervals leave open leads of at "
-                       f"most {max(tops):+.1f} points" + (f" ({more} with more seeds planned)" if more else "")
-                       if tops else f"above {short} under {part}: none judged")
+            out.append(f"above {short} under {part}: none held of {len(rows)} (closest: {_remedy(close[c])}, "
+                       f"{close[i]}); their intervals leave open leads of at most "
+                       f"{max(upper_end(r[i]) for r in judged):+.1f} points"
+                       + (f" ({more} with more seeds planned)" if more else ""))
     return ("Under label skew at 300 rounds (the label_skew notebook's remedies, paired by seed, Holm over each "
             "table's family): " + "; ".join(out) + ".") if out else "Under label skew: no `long` remedy cell yet."
 

@@ -83,6 +83,12 @@ def upper_end(text: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def lower_end(text: str) -> float | None:
+    """The interval's lower end in such a cell ('+2.6 [+0.3, +4.8], n=5, paired t' -> 0.3); None without one."""
+    m = re.search(r"\[([+-][\d.]+), ", text)
+    return float(m.group(1)) if m else None
+
+
 def _t(diff: float, se: float, df: float, n: int, test: str, seeds=()) -> Judged:
     p = (0.0 if diff != 0 else 1.0) if se == 0 else float(2 * stats.t.sf(abs(diff) / se, df))
     return Judged("", float(diff), n=n, test=test, p=p, se=float(se), df=float(df), seeds=tuple(seeds)).at(1 - ALPHA)
