@@ -307,7 +307,8 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
                        f"{max(upper_end(r[i]) for r in judged):+.1f} points"
                        + (f" ({more} with more seeds planned)" if more else ""))
     return ("Under label skew at 300 rounds (the label_skew notebook's remedies, paired by seed, Holm over each "
-            "table's family): " + "; ".join(out) + ".") if out else "Under label skew: no `long` remedy cell yet."
+            "table's family):\n\n" + "\n".join(f"- {o}." for o in out)) if out else \
+        "Under label skew: no `long` remedy cell yet."
 
 
 # ---------------------------------------------------------------------- the notebooks' outputs
