@@ -142,3 +142,22 @@ def test_the_advice_names_exactly_the_remedies_held_at_long(finals, over_psl, ov
     assert named == set(over_psl + over_fixed)
     assert ("not final" in text) != final and ("so far" in lead) == (not final and not over_psl)
     assert listed.count(" (difference ") == 2 * len(finals)     # every K=2 `long` claim, with its interval
+
+
+def test_each_long_claims_evidence_shows_both_arms_at_the_seeds_it_was_judged_on():
+    """The seed plan can give a remedy's two claims different seeds (five against Partially Supervised, six against
+    the fixed rule): each claim's evidence is both arms at its own seeds, and the remedy's cell is its mean at the
+    seeds either claim reads."""
+    from semifl_core.report.tables import mean_std
+    e1 = [75.0, 71.3, 74.4, 70.1, 72.0, 72.7]
+    psl, fixed = [71.4, 68.0, 73.6, 69.9, 70.2], [70.0, 71.3, 73.2, 64.9, 71.5, 71.4]
+    k2 = skew.SKEW_PARTITION
+    planned = {(ONE_EPOCH, k2, "psl"): (0, 1, 2, 3, 4), (ONE_EPOCH, k2, "fixed"): (0, 1, 2, 3, 4, 5)}
+    table = skew.part3_long_table(*_long_frames({ONE_EPOCH: e1}, psl=psl, fixed=fixed), planned)
+    row = table.iloc[0]
+    assert row[skew.FINAL] == mean_std(e1)                          # six seeds: the union of the claims' seeds
+    vs_psl, vs_fixed = row["vs Partially Supervised"], row["vs SemiFL"]
+    assert vs_psl.judged.n == 5 and vs_psl.evidence == f"{mean_std(e1[:5])} vs {mean_std(psl)}"
+    assert vs_fixed.judged.n == 6 and vs_fixed.evidence == f"{mean_std(e1)} vs {mean_std(fixed)}"
+    evidence = [e for _, _, e in skew.part3_long_claims(table)]
+    assert evidence == [vs_psl.evidence, vs_fixed.evidence]

@@ -206,11 +206,12 @@ def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
 def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | None = None) -> pd.DataFrame:
     """Part 3's cells at `long` (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at
     `long`): per remedy and partition with runs, its final-round accuracy beside Partially Supervised's and SemiFL's
-    fixed rule's, and its verdicts against both (RULE, paired by seed; each column one family, Holm-corrected).
+    fixed rule's, and its verdicts against both (RULE, paired by seed; each column one family, Holm-corrected). The
+    remedy's cell is its mean at the seeds either claim reads; each verdict's `evidence` holds both arms at its own.
     planned: {(remedy, partition, "psl" or "fixed"): seeds} (part3_planned_seeds), the seeds each claim is judged
     at (seeds 0-2 where absent); a claim whose planned seeds are not all in is judged at those in, and says so."""
     psl = _finals(judges, label_of(PARTIALLY_SUPERVISED))
-    rows, counts, vs_psl, vs_fixed = [], [], [], []
+    rows, counts, shown, vs_psl, vs_fixed = [], [], [], [], []
     for r in PART3_REMEDIES:
         for part, name in PART3_NAMES.items():
             own = _finals(long, f"{r} | {label_of(SEMIFL)} | {part}")
@@ -222,12 +223,15 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | N
             claim = f"SemiFL + {r} above {{}} under {name} at 300 rounds"
             vs_psl.append(above(*pairs["psl"], claim.format("Partially Supervised")))
             vs_fixed.append(above(*pairs["fixed"], claim.format("SemiFL's fixed rule")))
-            rows.append({"remedy": r, "partition": name, FINAL: mean_std(pairs["psl"][0].values()),
+            both = {**pairs["psl"][0], **pairs["fixed"][0]}   # the remedy at the seeds either claim reads
+            rows.append({"remedy": r, "partition": name, FINAL: mean_std([both[s] for s in sorted(both)]),
                          "Partially Supervised": mean_std(pairs["psl"][1].values()),
                          "SemiFL, fixed rule": mean_std(pairs["fixed"][1].values())})
             counts.append({base: len((planned or {}).get((r, part, base), (0, 1, 2))) for base in pairs})
-    for row, k, a, b in zip(rows, counts, family(vs_psl), family(vs_fixed)):
+            shown.append({base: f"{mean_std(x.values())} vs {mean_std(y.values())}" for base, (x, y) in pairs.items()})
+    for row, k, e, a, b in zip(rows, counts, shown, family(vs_psl), family(vs_fixed)):
         a.planned, b.planned = k["psl"], k["fixed"]   # the seeds the plan gives it: its interval says how many are in
+        a.evidence, b.evidence = e["psl"], e["fixed"]   # each arm at the seeds its claim was judged on
         row.update({"vs Partially Supervised": a, "vs SemiFL": b})
     columns = ["remedy", "partition", FINAL, "Partially Supervised", "SemiFL, fixed rule",
                "vs Partially Supervised", "vs SemiFL"]
@@ -273,9 +277,9 @@ def part3_long_claims(long_table: pd.DataFrame) -> list:
     """Two claims per row of part3_long_table: the remedy beats Partially Supervised, and SemiFL's fixed rule."""
     return [item for (r, part), row in long_table.iterrows() for item in (
         (f"SemiFL + {r} beats Partially Supervised under {part} at 300 rounds", row["vs Partially Supervised"],
-         f"{row[FINAL]} vs {row['Partially Supervised']}"),
+         row["vs Partially Supervised"].evidence),
         (f"SemiFL + {r} beats SemiFL's fixed rule under {part} at 300 rounds", row["vs SemiFL"],
-         f"{row[FINAL]} vs {row['SemiFL, fixed rule']}"))]
+         row["vs SemiFL"].evidence))]
 
 
 def advice(claims_table: pd.DataFrame) -> Takeaway:

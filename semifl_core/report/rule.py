@@ -225,11 +225,12 @@ def _values(v) -> np.ndarray:
 class Verdict(str):
     """A claim's verdict under RULE: the text ("held", ...) as a table cell shows it, with the interval behind it
     (`judged`, a Judged), the separation rule's verdict on the same values (`separation`) and, for a claim the seed
-    plan gave more seeds, how many (`planned`: its interval then says how many of them are in)."""
+    plan gave more seeds, how many (`planned`: its interval then says how many of them are in); `evidence`, where a
+    table sets it: the two arms' means at the seeds this verdict was judged on."""
 
     def __new__(cls, judged: Judged, separation: str = "-"):
         out = super().__new__(cls, judged.verdict)
-        out.judged, out.separation, out.planned = judged, separation, None
+        out.judged, out.separation, out.planned, out.evidence = judged, separation, None, None
         return out
 
     def interval(self) -> str:
