@@ -248,7 +248,7 @@ def test_the_label_skew_answer_names_held_remedies_or_the_closest_and_the_larges
             (claim("one local epoch (E=1)", fixed, k2), "held", "+2.0 [+0.3, +3.8] at 99.2 %, n=6, paired t"),
             (claim("no global momentum", fixed, k2), "within noise", "+1.0 [-4.0, +6.0] at 99.2 %, n=3, paired t")]
     _notebook(tmp_path, "label_skew", {"claim": [r[0] for r in rows], "verdict": [r[1] for r in rows],
-                                       readme.INTERVAL: [r[2] for r in rows]})
+                                       readme.INTERVAL: [r[2] for r in rows], "evidence": ["a vs b"] * len(rows)})
     text = readme.label_skew_answer(tmp_path)
     assert ("above Partially Supervised under Non-IID, K=2: none held of 3 (closest: one local epoch (E=1), "
             "+2.1 [-0.5, +4.7] at 99.2 %, n=5, paired t); their intervals leave open leads of at most +19.4 points "
@@ -257,3 +257,13 @@ def test_the_label_skew_answer_names_held_remedies_or_the_closest_and_the_larges
             "paired t)") in text
     assert "Dir(0.1)" not in text   # no row, no sentence
     assert readme.label_skew_answer(tmp_path / "none") == "Under label skew: the label_skew notebook is not executed."
+
+
+def test_the_label_skew_answer_carries_a_held_remedys_one_seed_less_note(tmp_path):
+    note = f"{rule.ONE_SEED_LESS}: within noise without any one of seeds 0, 1 and 2"
+    _notebook(tmp_path, "label_skew", {
+        "claim": ["SemiFL + one local epoch (E=1) beats SemiFL's fixed rule under Non-IID, K=2 at 300 rounds"],
+        "verdict": ["held"], readme.INTERVAL: ["+1.9 [+0.2, +3.5] at 99.2 %, n=6, paired t"],
+        "evidence": [f"72.2 (2.4) n=6 vs 70.4 (2.7) n=6; {note}"]})
+    assert f"one local epoch (E=1) (+1.9 [+0.2, +3.5] at 99.2 %, n=6, paired t; {note})" in \
+        readme.label_skew_answer(tmp_path)

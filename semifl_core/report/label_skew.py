@@ -19,7 +19,7 @@ from . import configs
 from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
                       REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import above, at_least, at_planned, family, separation, upper_end
+from .rule import ONE_SEED_LESS, above, at_least, at_planned, family, one_seed_less, separation, upper_end
 from .seed_plan import planned_seeds
 from .runs import curves, stored_runs
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
@@ -207,7 +207,8 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | N
     """Part 3's cells at `long` (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at
     `long`): per remedy and partition with runs, its final-round accuracy beside Partially Supervised's and SemiFL's
     fixed rule's, and its verdicts against both (RULE, paired by seed; each column one family, Holm-corrected). The
-    remedy's cell is its mean at the seeds either claim reads; each verdict's `evidence` holds both arms at its own.
+    remedy's cell is its mean at the seeds either claim reads; each verdict's `evidence` holds both arms at its own,
+    and, for a decided verdict that some seed left out turns, which (rule.one_seed_less).
     planned: {(remedy, partition, "psl" or "fixed"): seeds} (part3_planned_seeds), the seeds each claim is judged
     at (seeds 0-2 where absent); a claim whose planned seeds are not all in is judged at those in, and says so."""
     psl = _finals(judges, label_of(PARTIALLY_SUPERVISED))
@@ -228,10 +229,13 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | N
                          "Partially Supervised": mean_std(pairs["psl"][1].values()),
                          "SemiFL, fixed rule": mean_std(pairs["fixed"][1].values())})
             counts.append({base: len((planned or {}).get((r, part, base), (0, 1, 2))) for base in pairs})
-            shown.append({base: f"{mean_std(x.values())} vs {mean_std(y.values())}" for base, (x, y) in pairs.items()})
-    for row, k, e, a, b in zip(rows, counts, shown, family(vs_psl), family(vs_fixed)):
+            shown.append(pairs)
+    for row, k, pairs, a, b in zip(rows, counts, shown, family(vs_psl), family(vs_fixed)):
         a.planned, b.planned = k["psl"], k["fixed"]   # the seeds the plan gives it: its interval says how many are in
-        a.evidence, b.evidence = e["psl"], e["fixed"]   # each arm at the seeds its claim was judged on
+        for v, (x, y) in ((a, pairs["psl"]), (b, pairs["fixed"])):   # each arm at the seeds its claim was judged on
+            turns = one_seed_less(x, y, v)
+            v.evidence = f"{mean_std(x.values())} vs {mean_std(y.values())}" + (
+                f"; {ONE_SEED_LESS}: {turns}" if turns else "")
         row.update({"vs Partially Supervised": a, "vs SemiFL": b})
     columns = ["remedy", "partition", FINAL, "Partially Supervised", "SemiFL, fixed rule",
                "vs Partially Supervised", "vs SemiFL"]

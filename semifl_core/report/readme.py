@@ -31,7 +31,7 @@ from ..config import PROFILE_GRID
 from ..methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C, paper
 from .claims import INTERVAL, SEPARATION
-from .rule import RULE, above, family, leave_one_out, lower_end, upper_end
+from .rule import ONE_SEED_LESS, RULE, above, family, leave_one_out, lower_end, one_seed_less, upper_end
 from . import runs
 from .runs import REPO
 from .seed_plan import at_planned_seeds
@@ -274,6 +274,11 @@ def _remedy(claim: str) -> str:
     return claim.removeprefix("SemiFL + ").split(" beats ")[0]
 
 
+def _reach(evidence: str) -> str:
+    """'; not beyond one more seed's reach: within noise without ...' from a label_skew claim's evidence, or ''."""
+    return "; " + evidence[evidence.index(ONE_SEED_LESS):] if ONE_SEED_LESS in evidence else ""
+
+
 def label_skew_answer(notebooks_dir: Path | None = None) -> str:
     """The label-skew study's answer at `long` (its notebook's claims table): which remedies are held above Partially
     Supervised and above SemiFL's fixed rule under Non-IID K=2 and Dir(0.1), with n and the interval; where none is,
@@ -284,7 +289,7 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
     if not table:
         return "Under label skew: the label_skew notebook is not executed."
     head = table[0]
-    c, v, i = head.index(head[0]), head.index("verdict"), head.index(INTERVAL)
+    c, v, i, e = head.index(head[0]), head.index("verdict"), head.index(INTERVAL), head.index("evidence")
     out = []
     for part in ("Non-IID, K=2", "Dir(0.1)"):
         for rival, short in (("Partially Supervised", "Partially Supervised"),
@@ -292,7 +297,7 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
             rows = [r for r in table[1:] if r[c].endswith(f"beats {rival} under {part} at 300 rounds")]
             if not rows:
                 continue
-            held = [f"{_remedy(r[c])} ({r[i]})" for r in rows if r[v] == "held"]
+            held = [f"{_remedy(r[c])} ({r[i]}{_reach(r[e])})" for r in rows if r[v] == "held"]
             if held:
                 out.append(f"above {short} under {part}: {_and(held)}")
                 continue
@@ -504,21 +509,15 @@ def _claim(row) -> str:
     return f"{row['method']} above Partially Supervised, R={row['R']}, {paper.PARTITION_NAMES[row['partition']]}"
 
 
-def _left_out(rows):
-    """(row, verdict, {seed left out: verdict without it}) for each decided (held or not held) headline claim, at the
-    level its family gave it (rule.leave_one_out)."""
+def stability(rows) -> str:
+    """The README headline's decided claims, each re-judged with each seed left out (at its family's level)."""
+    out = ["| claim | verdict | n | with one seed left out |", "| --- | --- | ---: | --- |"]
     for r in rows:
         v = _verdict(r)
         if str(v) in ("held", "not held"):
-            yield r, v, leave_one_out(r["a"], r["psl"], v.judged.level)
-
-
-def stability(rows) -> str:
-    """The README headline's decided claims, each re-judged with each seed left out."""
-    out = ["| claim | verdict | n | with one seed left out |", "| --- | --- | ---: | --- |"]
-    for r, v, loo in _left_out(rows):
-        said = "; ".join(f"without {s}: {x}" for s, x in loo.items())
-        out.append(f"| {_claim(r)} | {v} | {v.judged.n} | {said} |")
+            loo = leave_one_out(r["a"], r["psl"], v.judged.level)
+            said = "; ".join(f"without {s}: {x}" for s, x in loo.items())
+            out.append(f"| {_claim(r)} | {v} | {v.judged.n} | {said} |")
     return "\n".join(out) if len(out) > 2 else "(no decided claim)"
 
 
@@ -526,16 +525,12 @@ def fragile_lines(rows) -> list[str]:
     """One line per decided headline claim that some seed, left out, turns to another verdict (its verdict is not
     beyond one more seed's reach); claims at three seeds cannot be checked this way and are not listed."""
     out = []
-    for r, v, loo in _left_out(rows):
-        other = {}
-        for s, x in loo.items():
-            if x != str(v) and not x.startswith("fewer"):
-                other.setdefault(x, []).append(str(s))
-        if other:
-            turns = "; ".join(f"**{x}** without " + (f"seed {s[0]}" if len(s) == 1 else f"any one of seeds {_and(s)}")
-                              for x, s in other.items())
-            out.append(f"- Not beyond one more seed's reach: {_claim(r)} is **{v}** at n={v.judged.n}, {turns} "
-                       "(each seed left out in turn: [docs/verdicts.md](docs/verdicts.md#what-changed)).")
+    for r in rows:
+        v = _verdict(r)
+        turns = one_seed_less(r["a"], r["psl"], v)
+        if turns:
+            out.append(f"- {ONE_SEED_LESS.capitalize()}: {_claim(r)} is **{v}** at n={v.judged.n}, "
+                       f"{turns} (each seed left out in turn: [docs/verdicts.md](docs/verdicts.md#what-changed)).")
     return out
 
 

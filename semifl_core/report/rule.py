@@ -163,6 +163,23 @@ def leave_one_out(a: dict, b: dict, level: float = 1 - ALPHA) -> dict:
     return out
 
 
+ONE_SEED_LESS = "not beyond one more seed's reach"   # how a table says one_seed_less found a turn
+
+
+def one_seed_less(a: dict, b: dict, verdict) -> str:
+    """Where a decided verdict (held, not held) of 'a above b' turns to another with some seed left out, at its own
+    level: 'within noise without any one of seeds 0, 1 and 2' (a verdict not beyond one more seed's reach); '' where
+    it survives every one, is not decided, or has three seeds (leaving one out leaves no verdict)."""
+    if str(verdict) not in ("held", "not held"):
+        return ""
+    turned = {}
+    for s, v in leave_one_out(a, b, verdict.judged.level).items():
+        if v != str(verdict) and not v.startswith("fewer"):
+            turned.setdefault(v, []).append(str(s))
+    seeds = lambda s: f"seed {s[0]}" if len(s) == 1 else f"any one of seeds {', '.join(s[:-1])} and {s[-1]}"  # noqa
+    return "; ".join(f"{v} without {seeds(s)}" for v, s in turned.items())
+
+
 def seeds_to_decide(diffs, m: int = 1, cap: int = 10) -> int | None:
     """The planning rule (docs/verdicts.md): the fewest seeds n (at least MIN_SEEDS, at most `cap`) at which the
     observed per-seed differences `diffs` would be decided, if their mean and standard deviation stayed as observed,
