@@ -178,3 +178,4 @@ def test_a_long_claim_held_only_with_all_its_seeds_says_so_in_its_evidence():
     assert rule.ONE_SEED_LESS in row["vs SemiFL"].evidence and "within noise without any one of seeds" in \
         row["vs SemiFL"].evidence
     assert rule.ONE_SEED_LESS not in row["vs Partially Supervised"].evidence   # ten points clear: steady
+    assert "the evidence is thin" in str(skew.advice(make_claims(skew.part3_long_claims(table))))

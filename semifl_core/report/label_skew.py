@@ -316,8 +316,10 @@ def _advice(claims_table: pd.DataFrame) -> str:
                    f"lead of more than {max(highs):+.1f} points over them" if highs and {v for _, v, _ in vs_psl}
                    == {"within noise"} else "") + ".")
     if over_fixed:
+        edge = any(v == "held" and "beats SemiFL's fixed rule" in c and ONE_SEED_LESS in e for c, v, _, e in claims_)
         lead += (f" Against SemiFL's fixed rule, SemiFL with {over_fixed} holds a lead: if SemiFL is run under label "
-                 "skew, that is the remedy with evidence behind it.")
+                 "skew, that is the remedy with evidence behind it"
+                 + (", though the evidence is thin (one seed less and the lead is within noise)." if edge else "."))
     tail = "" if final else (" A claim without a verdict, or whose planned seeds are not all in (its interval says "
                              "how many are), is not final.")
     return f"{lead} The `long` claims, final round: {said}.{tail}"
