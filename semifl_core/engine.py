@@ -298,8 +298,8 @@ class SequentialEngine:
         for _, _, stream in lanes:
             if stream is not None:
                 main.wait_stream(stream)
-        return (_stacked([_trained(copy_, names) for copy_, _, _ in lanes]), [trainer.momentum(state) for (_, trainer, _), state in zip(lanes, states)],
-                torch.stack(stats).cpu())
+        return (_stacked([_trained(copy_, names) for copy_, _, _ in lanes]),
+                [trainer.momentum(state) for (_, trainer, _), state in zip(lanes, states)], torch.stack(stats).cpu())
 
     def _lanes(self, model, loss_fn, lr: float, speed, n: int) -> list:
         """n (model copy, trainer, CUDA stream or None) for client_streams: kept for the next calls with graphs (each

@@ -232,7 +232,7 @@ def test_a_decided_claim_one_seed_from_another_verdict_is_named_under_the_headli
     assert len(lines) == 1 and "R=100" in lines[0] and "**held** at n=6" in lines[0]
     turned = [s for s, v in rule.leave_one_out(edge["a"], edge["psl"], edge["verdict"].judged.level).items()
               if v != "held"]
-    assert len(turned) > 1 and f"without any one of seeds {readme._and(map(str, turned))}" in lines[0]
+    assert len(turned) > 1 and f"without any one of seeds {rule.and_list(map(str, turned))}" in lines[0]
     # three seeds: leaving one out leaves no verdict, which is not 'another verdict'
     assert readme.fragile_lines(readme.judge([_made_up_row([2.0, 2.1, 1.9])])) == []
 

@@ -31,7 +31,7 @@ from ..config import PROFILE_GRID
 from ..methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C, paper
 from .claims import INTERVAL, SEPARATION
-from .rule import ONE_SEED_LESS, RULE, above, family, leave_one_out, lower_end, one_seed_less, upper_end
+from .rule import ONE_SEED_LESS, RULE, above, and_list, family, leave_one_out, lower_end, one_seed_less, upper_end
 from . import runs
 from .runs import REPO
 from .seed_plan import at_planned_seeds
@@ -140,17 +140,12 @@ def judge(rows) -> list[dict]:
     return rows
 
 
-def _and(items) -> str:
-    items = list(items)
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
 def _grouped(pairs) -> str:
     """[(where, verdict)] -> '**held** under A and B, **within noise** under C' (verdicts in first-seen order)."""
     by = {}
     for where, v in pairs:
         by.setdefault(v, []).append(where)
-    return "; ".join(f"**{v}** {_and(w)}" for v, w in by.items())
+    return "; ".join(f"**{v}** {and_list(w)}" for v, w in by.items())
 
 
 def verdict_lines(rows) -> list[str]:
@@ -195,7 +190,7 @@ def _rounds_of(rows) -> str:
     lengths = sorted({r["R"] for r in rows if r["study"] == "training length"})
     text = ", ".join(f"{R}: {'the ' if i == 0 else ''}{study}{' profile' if i == 0 else ''}"
                      for i, (study, R) in enumerate(studies))
-    return text + (f"; {_and(map(str, lengths))}: the training-length study" if lengths else "")
+    return text + (f"; {and_list(map(str, lengths))}: the training-length study" if lengths else "")
 
 
 def headline(results_dir=None, rows=None) -> str:
@@ -299,7 +294,7 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
                 continue
             held = [f"{_remedy(r[c])} ({r[i]}{_reach(r[e])})" for r in rows if r[v] == "held"]
             if held:
-                out.append(f"above {short} under {part}: {_and(held)}")
+                out.append(f"above {short} under {part}: {and_list(held)}")
                 continue
             judged = [r for r in rows if upper_end(r[i]) is not None]
             if not judged:

@@ -176,8 +176,14 @@ def one_seed_less(a: dict, b: dict, verdict) -> str:
     for s, v in leave_one_out(a, b, verdict.judged.level).items():
         if v != str(verdict) and not v.startswith("fewer"):
             turned.setdefault(v, []).append(str(s))
-    seeds = lambda s: f"seed {s[0]}" if len(s) == 1 else f"any one of seeds {', '.join(s[:-1])} and {s[-1]}"  # noqa
-    return "; ".join(f"{v} without {seeds(s)}" for v, s in turned.items())
+    return "; ".join(f"{v} without " + (f"seed {s[0]}" if len(s) == 1 else f"any one of seeds {and_list(s)}")
+                     for v, s in turned.items())
+
+
+def and_list(items) -> str:
+    """['a', 'b', 'c'] -> 'a, b and c' (one item: itself)."""
+    items = list(items)
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
 def seeds_to_decide(diffs, m: int = 1, cap: int = 10) -> int | None:
