@@ -151,6 +151,17 @@ def test_readme_is_short_and_its_links_and_figures_exist():
     assert {p.name for p in (REPO / "docs").glob("*.md")} <= linked, "a doc the README does not link"
 
 
+# A reader cannot open our tracker or know our working sessions: the README and docs name a date or what is meant.
+INTERNAL = re.compile(r"\b(?:issues?\s*#?\s*\d+|sessions?\s+\d+|stops?\s+\d+)\b", re.I)
+
+
+def test_the_readme_and_docs_name_no_issue_or_session_number():
+    assert INTERNAL.search("as issue 41 asked") and INTERNAL.search("until session 15")
+    assert not INTERNAL.search("an issue of 12 clients") and not INTERNAL.search("stops at round 30")
+    for doc in [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]:
+        found = [m.group(0) for m in INTERNAL.finditer(doc.read_text())]
+        assert not found, f"{doc.relative_to(REPO)} names {found}: say the date or what is meant"
+
 def test_a_dataframe_table_becomes_markdown_without_its_index():
     df = pd.DataFrame({"claim": ["a | b", "c &amp; <d>"], "held": ["held", "not run"]})
     assert readme.markdown(readme.html_table(df.to_html())) == (
