@@ -152,11 +152,15 @@ def label_skew_part3_gate() -> list[tuple[str, Config]]:
 def label_skew_part3_long() -> list[tuple[str, Config]]:
     """Part 3 at `long` (300 rounds), seed by seed: report.label_skew.part3_long_plan (what the notebook asks for), the
     fewer-steps rows at Non-IID K=2 first, E=1 first; then the rest of the plan (the gate read from the committed runs
-    when the lane starts: a lane started before a gate's runs are in does not queue its cells)."""
+    when the lane starts: a lane started before a gate's runs are in does not queue its cells); then IID for each
+    remedy held above Partially Supervised under K=2 at `long` (report.label_skew.part3_iid_plan, read likewise)."""
     planned = label_skew.part3_long_plan(label_skew.committed_part3_gate("small", "fashionmnist", 100))
     first = [(r, (C.SKEW_PARTITION,)) for r in C.PART3_LONG_REGARDLESS]
     then = [(r, tuple(x for x in parts if (r, (x,)) not in first)) for r, parts in planned]
     plan = first + [(r, parts) for r, parts in then if parts]
+    # then IID for a remedy held above Partially Supervised under K=2 at `long` (the rule fixed before part 3's runs)
+    long_table = label_skew.committed_part3_long_table("long", "fashionmnist", 100)
+    plan += [(r, ("iid",)) for r in label_skew.part3_iid_plan(long_table)]
     return [(f"label skew part 3 long: {label} (seed {s})", cfg.replace(seed=s)) for remedy, parts in plan
             for s in (0, 1, 2) for label, cfg in C.label_skew_long_configs("long", "fashionmnist", 100, remedy,
                                                                             parts).items()]

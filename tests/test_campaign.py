@@ -30,7 +30,8 @@ def test_cbafed_own_queue_is_cbafeds_rows_in_its_codes_setting_seeds_0_to_2():
 
 def test_part3_long_plan_is_what_the_gate_sends_on_and_what_the_campaign_trains(monkeypatch):
     """The fewer-steps remedies go to `long` at K=2 whatever their gate, a passed remedy at K=2 and Dir(0.1), a failed
-    one nowhere; the campaign queues exactly the notebook's plan (so the notebook never waits on untrained runs)."""
+    one nowhere, and IID after them a remedy held above Partially Supervised under K=2 at `long`; the campaign queues
+    exactly the notebook's plan (so the notebook never waits on untrained runs)."""
     import pandas as pd
     from semifl_core.report import configs as C, label_skew
     gate = pd.DataFrame({"gate": {C.ONE_EPOCH: "failed", C.NO_GLOBAL_MOMENTUM: "passed (final)",
@@ -39,7 +40,13 @@ def test_part3_long_plan_is_what_the_gate_sends_on_and_what_the_campaign_trains(
     assert plan == {C.ONE_EPOCH: (C.SKEW_PARTITION,), C.NO_GLOBAL_MOMENTUM: ("non-iid-l-2", "dir-0.1"),
                     C.FEDVLS: ("non-iid-l-2", "dir-0.1")}
     monkeypatch.setattr(label_skew, "committed_part3_gate", lambda *a, **k: gate)
+    # at `long`, FedVLS's loss held above Partially Supervised under K=2: the rule sends it on to IID as well
+    k2 = label_skew.PART3_NAMES[C.SKEW_PARTITION]
+    long_table = pd.DataFrame([(C.FEDVLS, k2, "held", "within noise"), (C.ONE_EPOCH, k2, "within noise", "held")],
+                              columns=["remedy", "partition", "vs Partially Supervised", "vs SemiFL"]
+                              ).set_index(["remedy", "partition"])
+    monkeypatch.setattr(label_skew, "committed_part3_long_table", lambda *a, **k: long_table)
     queued = {cfg.key() for _, cfg in campaign.queue(["label_skew_part3_long"])}
-    asked = {cfg.replace(seed=s).key() for r, parts in plan.items() for s in (0, 1, 2)
+    asked = {cfg.replace(seed=s).key() for r, parts in [*plan.items(), (C.FEDVLS, ("iid",))] for s in (0, 1, 2)
              for cfg in C.label_skew_long_configs("long", "fashionmnist", 100, r, parts).values()}
-    assert queued == asked and len(queued) == 15
+    assert queued == asked and len(queued) == 18

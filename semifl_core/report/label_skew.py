@@ -19,7 +19,8 @@ from . import configs
 from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
                       REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import ONE_SEED_LESS, above, at_least, at_planned, family, one_seed_less, separation, upper_end
+from .rule import (ONE_SEED_LESS, above, at_least, at_planned, family, one_seed_less, read_as_not_worse, separation,
+                   upper_end)
 from .seed_plan import planned_seeds
 from .runs import curves, stored_runs
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
@@ -264,6 +265,52 @@ def part3_planned_seeds(p, ds, n) -> dict:
     return out
 
 
+def committed_part3_long_table(p, ds, n, gate_profile="small", results_dir=None) -> pd.DataFrame:
+    """part3_long_table on the committed runs at profile p (`long`), every claim at the seeds the seed plan gives it
+    (what the campaign plans part 3's IID follow-up from; read quietly, as committed_part3_gate)."""
+    plan = part3_long_plan(committed_part3_gate(gate_profile, ds, n, results_dir))
+    planned = part3_planned_seeds(p, ds, n)
+    seeds = sorted({0, 1, 2} | {s for v in planned.values() for s in v})
+    long = [stored_runs(configs.label_skew_long_configs(p, ds, n, r, parts), seeds, results_dir) for r, parts in plan]
+    judges = stored_runs(configs.label_skew_judges(p, ds, n, PART3_LONG_PARTITIONS), seeds, results_dir)
+    return part3_long_table(pd.concat(long, ignore_index=True) if long else judges.iloc[:0], judges, planned)
+
+
+def part3_iid_plan(long_table: pd.DataFrame) -> list[str]:
+    """The remedies part 3's rule, fixed before its runs, sends to IID at `long`: those held above Partially
+    Supervised under Non-IID K=2 there (a remedy must not lose what SemiFL gains under IID)."""
+    k2 = PART3_NAMES[SKEW_PARTITION]
+    return [r for (r, part), row in long_table.iterrows()
+            if part == k2 and str(row["vs Partially Supervised"]) == "held"]
+
+
+def part3_iid_table(iid: pd.DataFrame, judges: pd.DataFrame, remedies) -> pd.DataFrame:
+    """Part 3's IID follow-up at `long` (iid: configs.label_skew_long_configs' IID runs of `remedies`, from
+    part3_iid_plan; judges: configs.label_skew_judges at IID): each remedy's final beside SemiFL's fixed rule's, seeds
+    0-2, and the claim that it is not worse (NOT_WORSE_RULE, paired by seed; the remedies one family, Holm)."""
+    def by_seed(df, label) -> dict:
+        v = _finals(df, label)
+        return dict(zip(v.seeds, np.asarray(v, float).tolist())) if len(v) else {}
+    fixed = by_seed(judges, f"{label_of(SEMIFL)} | iid")
+    rows, worse = [], []
+    for r in remedies:
+        own, base = at_planned(by_seed(iid, f"{r} | {label_of(SEMIFL)} | iid"), fixed, (0, 1, 2))
+        worse.append(above(base, own, f"SemiFL's fixed rule above SemiFL + {r} under IID"))
+        rows.append({"remedy": r, FINAL: mean_std(own.values()) if own else "not run",
+                     "SemiFL, fixed rule": mean_std(base.values()) if base else "not run"})
+    for row, v in zip(rows, family(worse)):   # Holm on 'the fixed rule above it', then read as 'not worse'
+        row["not worse than SemiFL"] = read_as_not_worse(v)
+    return pd.DataFrame(rows, columns=["remedy", FINAL, "SemiFL, fixed rule", "not worse than SemiFL"]
+                        ).set_index("remedy")
+
+
+def part3_iid_claims(iid_table: pd.DataFrame) -> list:
+    """One claim per row of part3_iid_table: the remedy is not worse than SemiFL's fixed rule under IID."""
+    return [(f"SemiFL + {r} is not worse than SemiFL's fixed rule under IID at 300 rounds",
+             row["not worse than SemiFL"], f"{row[FINAL]} vs {row['SemiFL, fixed rule']}")
+            for r, row in iid_table.iterrows()]
+
+
 def part3_claims(gates: pd.DataFrame, mech: pd.DataFrame, long_table: pd.DataFrame) -> list:
     """Part 3's claims: each remedy's update lowers the other classes less than the fixed rule's (its instrumented
     runs against the fixed rule's, mech), and at `long` it beats Partially Supervised and SemiFL's fixed rule."""
@@ -287,9 +334,10 @@ def part3_long_claims(long_table: pd.DataFrame) -> list:
 
 
 def advice(claims_table: pd.DataFrame) -> Takeaway:
-    """One paragraph for a user choosing settings under label skew, written from the claims (so it cannot disagree
+    """A paragraph for a user choosing settings under label skew, written from the claims (so it cannot disagree
     with them): the remedies held above Partially Supervised under K=2 at `long` (or that none is), those held above
-    SemiFL's fixed rule there, and every `long` claim at K=2 with its verdict and evidence."""
+    SemiFL's fixed rule there, each saying when one seed less would leave it within noise; then every `long` claim at
+    K=2 with its verdict and evidence, one bullet each."""
     return Takeaway("**For a user choosing settings under label skew.** " + _advice(claims_table))
 
 
@@ -300,13 +348,18 @@ def _advice(claims_table: pd.DataFrame) -> str:
         return ("No remedy has its `long` runs in yet, so this study has no advice beyond its measurements; the gate "
                 "table above says which remedies train at `long`.")
     claims_ = list(zip(at_long["claim"], at_long["verdict"], at_long[INTERVAL], at_long["evidence"]))
-    said = "; ".join(f"{c.removeprefix('SemiFL + ')}: {v} (difference {i}; {e})" for c, v, i, e in claims_)
     held = lambda rival: [c.split(" beats ")[0].removeprefix("SemiFL + ")   # noqa: E731
                           for c, v, _, _ in claims_ if v == "held" and f"beats {rival}" in c]
     final = all(v in ("held", "not held", "within noise") and "planned" not in i for _, v, i, _ in claims_)
-    over_psl, over_fixed = " or ".join(held("Partially Supervised")), " or ".join(held("SemiFL's fixed rule"))
+    fixed_rule = "SemiFL's fixed rule"
+    over_psl, over_fixed = " or ".join(held("Partially Supervised")), " or ".join(held(fixed_rule))
+    thin = lambda rival: (", though the evidence is thin (one seed less and the lead is within noise)"  # noqa: E731
+                          if any(v == "held" and f"beats {rival}" in c and ONE_SEED_LESS in e
+                                 for c, v, _, e in claims_) else "")
     if over_psl:
-        lead = f"Under Non-IID K=2 at 300 rounds, SemiFL with {over_psl} is held above Partially Supervised."
+        lead = (f"Under Non-IID K=2 at 300 rounds, SemiFL with {over_psl} is held above Partially Supervised"
+                f"{thin('Partially Supervised')}: with it, the clients' unlabeled images add to what the server's "
+                "labels give alone.")
     else:
         vs_psl = [(c, v, i) for c, v, i, _ in claims_ if "beats Partially Supervised" in c]
         highs = [h for _, v, i in vs_psl if v == "within noise" for h in [upper_end(i)] if h is not None]
@@ -315,14 +368,19 @@ def _advice(claims_table: pd.DataFrame) -> str:
                 + (f": the server's labels alone do as well, within the seeds' noise, and the intervals rule out a "
                    f"lead of more than {max(highs):+.1f} points over them" if highs and {v for _, v, _ in vs_psl}
                    == {"within noise"} else "") + ".")
+    iid = rows[rows["claim"].str.contains("not worse than SemiFL's fixed rule under IID", regex=False)]
+    for c, v, i in zip(iid["claim"], iid["verdict"], iid[INTERVAL]):
+        check = (f"{c.split(' is not worse')[0].removeprefix('SemiFL + ')}'s IID check (by the rule fixed before the "
+                 "runs, it must not be worse than SemiFL's fixed rule under IID at 300 rounds)")
+        lead += (f" {check[0].upper()}{check[1:]}: {v} (difference {i})." if v in ("held", "not held")
+                 else f" {check[0].upper()}{check[1:]} is not in yet.")
     if over_fixed:
-        edge = any(v == "held" and "beats SemiFL's fixed rule" in c and ONE_SEED_LESS in e for c, v, _, e in claims_)
-        lead += (f" Against SemiFL's fixed rule, SemiFL with {over_fixed} holds a lead: if SemiFL is run under label "
-                 "skew, that is the remedy with evidence behind it"
-                 + (", though the evidence is thin (one seed less and the lead is within noise)." if edge else "."))
-    tail = "" if final else (" A claim without a verdict, or whose planned seeds are not all in (its interval says "
+        lead += (f" Against SemiFL's fixed rule, SemiFL with {over_fixed} holds a lead{thin(fixed_rule)}: if SemiFL"
+                 " is run under label skew, that is the change with evidence that it helps SemiFL itself.")
+    tail = "" if final else ("\n\nA claim without a verdict, or whose planned seeds are not all in (its interval says "
                              "how many are), is not final.")
-    return f"{lead} The `long` claims, final round: {said}.{tail}"
+    said = "\n".join(f"- {c.removeprefix('SemiFL + ')}: {v} (difference {i}; {e})" for c, v, i, e in claims_)
+    return f"{lead} The `long` claims, final round:\n\n{said}{tail}"
 
 
 def _judged_claims(table: pd.DataFrame, beats_psl: str, beats_rival: str) -> list:

@@ -283,7 +283,13 @@ def at_least(v, x: float) -> Verdict:
 
 def not_worse(a, b, claim: str = "") -> Verdict:
     """NOT_WORSE_RULE: not held when above(b, a) is held, held when it is not held or within noise."""
-    v = flip(above(b, a, claim))
+    return read_as_not_worse(above(b, a, claim))
+
+
+def read_as_not_worse(b_above_a: Verdict) -> Verdict:
+    """The verdict 'b above a' (Holm-corrected with its family first, where it has one) read as 'a not worse than
+    b' under NOT_WORSE_RULE."""
+    v = flip(b_above_a)
     j = replace(v.judged, verdict="held" if str(v) == "within noise" else str(v))
     return Verdict(j, "held" if v.separation == "within noise" else v.separation)
 
