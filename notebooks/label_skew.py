@@ -169,6 +169,18 @@ part3 = skew.part3_long_table(pd.concat([part3_long, more_long], ignore_index=Tr
 part3
 
 # %% [markdown]
+# A remedy held above Partially Supervised under Non-IID K=2 at `long` also trains IID at `long`, seeds 0-2, by the rule fixed in docs/label_skew.md before part 3's runs: it must not lose what SemiFL gains under IID. Its claim is that it is *not worse* than SemiFL's fixed rule there (not held only if the fixed rule is held above it, paired by seed); a remedy whose IID runs are not in yet reads "not run". To train them: `python -m semifl_core.campaign label_skew_part3_long`.
+
+# %%
+iid_remedies = skew.part3_iid_plan(part3)   # held above Partially Supervised under Non-IID K=2 at `long`
+iid_judges = configs.label_skew_judges(long_profile, ds, n, ("iid",))
+fixed_iid = {k: v for k, v in iid_judges.items() if k.endswith("iid")}   # SemiFL's fixed rule, IID
+iid_runs = [long_runs(configs.label_skew_long_configs, r, ("iid",)) for r in iid_remedies]
+iid = pd.concat(iid_runs, ignore_index=True) if iid_runs else judges_long.iloc[:0]
+part3_iid = skew.part3_iid_table(iid, report.run_all(fixed_iid, seed_list, results_dir, device), iid_remedies)
+part3_iid
+
+# %% [markdown]
 # ## Takeaway
 #
 # Written from the claims below (generated, so it cannot disagree with them), then what they mean for a user choosing settings under label skew.
@@ -176,7 +188,7 @@ part3
 # %%
 claims = skew.claims(pd.concat([mech, gates], ignore_index=True), skew.fix_table(fix),
                      skew.fedrs_table(fedrs), remedies,
-                     skew.part3_claims(gates3, mech, part3))
+                     skew.part3_claims(gates3, mech, part3) + skew.part3_iid_claims(part3_iid))
 display(report.takeaway(claims))
 skew.advice(claims)
 
