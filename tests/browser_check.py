@@ -12,8 +12,8 @@ reader should never see:
   README_WIDTH (GitHub's README column) for the figures README.md and docs/*.md embed;
 - a pointer to a section that does not exist: README.md or docs/X.md followed by a quoted section name ("README,
   'Install'", 'docs/sizing.md, "The small profile: how it was sized"') that is none of that file's headings;
-- an internal word in reader-facing text (markdown cells and rendered outputs, code spans aside): "issue" and a
-  number, "the issue's", "lane", "campaign";
+- an internal word in reader-facing text (markdown cells and rendered outputs, code spans aside): "issue",
+  "session" or "stop" and a number, "the issue's", "lane", "campaign";
 - a code line wider than the editor, or a printed line wider than the output area (JupyterLab wraps it at the edge,
   mid-word: its output `pre` breaks anywhere): more than TEXT_CHARS characters;
 - a unit after "n=k" ("23.4 (9.3) n=3 %": the unit belongs to the number, "23.4 (9.3) % n=3").
@@ -56,7 +56,11 @@ NAN_CELL = re.compile(r"<t[dh][^>]*>\s*(NaN|nan|<NA>)\s*</t[dh]>")
 POINTER = re.compile(r"\b(README(?:\.md)?|docs/[\w.-]+\.md)\b[^\"'“‘\n.;)]{0,30}?(?:section\s+)?"
                      r"(?:\"([^\"\n]{3,120})\"|“([^”\n]{3,120})”|‘([^’\n]{3,120})’"
                      r"|'([^'\n]{3,120}?)'(?=[\s,.;:)]|$))")
-INTERNAL = [(re.compile(r"\bissues?\s*#?\s*\d+", re.I), "an issue number"),
+# our tracker's and working sessions' numbers: a reader can open neither (README.md and docs/ are held to these too)
+NUMBERED = [(re.compile(r"\bissues?\s*#?\s*\d+", re.I), "an issue number"),
+            (re.compile(r"\bsessions?\s+\d+\b", re.I), "a session number"),
+            (re.compile(r"\bstops?\s+\d+\b", re.I), "a stop number")]
+INTERNAL = [*NUMBERED,
             (re.compile(r"\bthe issue['’]s\b", re.I), "\"the issue's\""),
             (re.compile(r"\blanes?\b", re.I), "\"lane\""),
             (re.compile(r"\bcampaigns?\b", re.I), "\"campaign\"")]

@@ -288,13 +288,10 @@ def part3_iid_table(iid: pd.DataFrame, judges: pd.DataFrame, remedies) -> pd.Dat
     """Part 3's IID follow-up at `long` (iid: configs.label_skew_long_configs' IID runs of `remedies`, from
     part3_iid_plan; judges: configs.label_skew_judges at IID): each remedy's final beside SemiFL's fixed rule's, seeds
     0-2, and the claim that it is not worse (NOT_WORSE_RULE, paired by seed; the remedies one family, Holm)."""
-    def by_seed(df, label) -> dict:
-        v = _finals(df, label)
-        return dict(zip(v.seeds, np.asarray(v, float).tolist())) if len(v) else {}
-    fixed = by_seed(judges, f"{label_of(SEMIFL)} | iid")
+    fixed = _finals(judges, f"{label_of(SEMIFL)} | iid")
     rows, worse = [], []
     for r in remedies:
-        own, base = at_planned(by_seed(iid, f"{r} | {label_of(SEMIFL)} | iid"), fixed, (0, 1, 2))
+        own, base = at_planned(_finals(iid, f"{r} | {label_of(SEMIFL)} | iid"), fixed, (0, 1, 2))
         if own:   # while its runs come in: both arms at the seeds the remedy has (fewer than three: no verdict)
             base = {s: v for s, v in base.items() if s in own}
         worse.append(above(base, own, f"SemiFL's fixed rule above SemiFL + {r} under IID"))
@@ -372,10 +369,10 @@ def _advice(claims_table: pd.DataFrame) -> str:
                    == {"within noise"} else "") + ".")
     iid = rows[rows["claim"].str.contains("not worse than SemiFL's fixed rule under IID", regex=False)]
     for c, v, i in zip(iid["claim"], iid["verdict"], iid[INTERVAL]):
-        check = (f"{c.split(' is not worse')[0].removeprefix('SemiFL + ')}'s IID check (by the rule fixed before the "
-                 "runs, it must not be worse than SemiFL's fixed rule under IID at 300 rounds)")
-        lead += (f" {check[0].upper()}{check[1:]}: {v} (difference {i})." if v in ("held", "not held")
-                 else f" {check[0].upper()}{check[1:]} is not in yet.")
+        remedy = c.split(" is not worse")[0].removeprefix("SemiFL + ")
+        check = (f" {remedy[0].upper()}{remedy[1:]}'s IID check (by the rule fixed before the runs, it must not be "
+                 "worse than SemiFL's fixed rule under IID at 300 rounds)")
+        lead += f"{check}: {v} (difference {i})." if v in ("held", "not held") else f"{check} is not in yet."
     if over_fixed:
         lead += (f" Against SemiFL's fixed rule, SemiFL with {over_fixed} holds a lead{thin(fixed_rule)}: if SemiFL"
                  " is run under label skew, that is the change with evidence that it helps SemiFL itself.")

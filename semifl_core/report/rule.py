@@ -235,7 +235,8 @@ def at_planned(a, b, planned, base: int = MIN_SEEDS) -> tuple[dict, dict]:
     """A claim's two arms ({seed: value}, or Seeded) at its planned seeds: where the seed plan gave it more than the
     `base` seeds every claim has, the planned seeds both arms hold so far (a campaign still running: those in, every
     arm at the same seeds); otherwise its planned seeds, as each arm holds them."""
-    a, b = (v if isinstance(v, dict) else dict(zip(v.seeds, np.asarray(v, float).tolist())) for v in (a, b))
+    a, b = (v if isinstance(v, dict) else {} if not len(v) else dict(zip(v.seeds, np.asarray(v, float).tolist()))
+            for v in (a, b))   # an arm with no runs (an empty array, no seeds) holds no seed
     keep = set(a) & set(b) & set(planned) if len(planned) > base else set(planned)
     return {s: a[s] for s in sorted(keep) if s in a}, {s: b[s] for s in sorted(keep) if s in b}
 
