@@ -169,7 +169,7 @@ part3 = skew.part3_long_table(pd.concat([part3_long, more_long], ignore_index=Tr
 part3
 
 # %% [markdown]
-# A remedy held above Partially Supervised under Non-IID K=2 at `long` also trains IID at `long`, seeds 0-2, by the rule fixed in docs/label_skew.md before part 3's runs: it must not lose what SemiFL gains under IID. Its claim is that it is *not worse* than SemiFL's fixed rule there (not held only if the fixed rule is held above it, paired by seed); a remedy whose IID runs are not in yet reads "not run". To train them: `python -m semifl_core.campaign label_skew_part3_long`.
+# A remedy held above Partially Supervised under Non-IID K=2 at `long` also trains IID at `long`, seeds 0-2, by the rule fixed in docs/label_skew.md before part 3's runs: it must not lose what SemiFL gains under IID. Its claim is that it is *not worse* than SemiFL's fixed rule there, paired by seed: not held if the fixed rule is held above it, held if it is held above the fixed rule, and within noise when the interval holds zero (no loss found; the interval's lower end is the largest loss left open); a remedy whose IID runs are not in yet reads "not run". To train them: `python -m semifl_core.campaign label_skew_part3_long`.
 
 # %%
 iid_remedies = skew.part3_iid_plan(part3)   # held above Partially Supervised under Non-IID K=2 at `long`

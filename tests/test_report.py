@@ -276,6 +276,22 @@ def test_table2_shows_each_variants_final_round_beside_its_best_and_judges_the_d
     assert c[f"IID: {ft_only} ends below its best round (final round under best)"] == "within noise"
 
 
+def test_table3_judges_server_only_statistics_paired_by_seed_and_never_holds_an_interval_through_zero():
+    """Table 3's 'server only not worse than server and clients': both arms share each seed's labeled set, so the
+    claim is paired (the seeds' spread cancels); an interval that holds zero reads within noise (NOT_WORSE_RULE)."""
+    def runs(server, all_):
+        return pd.DataFrame([dict(dataset="fashionmnist", num_supervised=100, partition=part, sbn_source=src, seed=s,
+                                  best_acc=v, draw="d") for part in ("iid", "non-iid-l-2")
+                             for src, vals in (("server", server), ("all", all_)) for s, v in enumerate(vals)])
+    claim = "IID: sBN statistics from the server only are not worse than from server and clients"
+    # a seed-wide spread of 4 points, server 0.9-1.1 points below all at every seed: paired, that is a loss
+    c = report.table3_claims(runs([66.0, 70.1, 74.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
+    assert c.loc[claim, "verdict"] == "not held" and "paired t" in c.loc[claim, INTERVAL]
+    # server 0.5 below at one seed, 0.6 above at another: no loss found, within noise (never 'held')
+    c = report.table3_claims(runs([66.5, 71.6, 75.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
+    assert c.loc[claim, "verdict"] == "within noise"
+
+
 def test_say_wraps_printed_lines_at_separators_and_spaces(capsys):
     """report.say keeps a printed line inside JupyterLab's output area without breaking a word: at ' | ' first."""
     line = ("profile='small' | data: Fashion-MNIST N_S=100 | model=cnn, M=100, C=0.1, T=30, E=5.0 | device: cpu "

@@ -49,6 +49,19 @@ def test_too_few_or_unmatched_seeds_give_no_verdict_in_one_line():
     assert not R.paired({**E1, 3: 74.0}, PSL).judged and R.paired({**E1, 3: 74.0}, PSL).interval() == "-"
 
 
+def test_not_worse_never_reads_an_interval_that_holds_zero_as_held():
+    # E=1 against Partially Supervised, read from each side: A held above B is 'A not worse' held and 'B not worse'
+    # not held; the interval is A - B's (paired: the same seeds' differences, negated for the other side)
+    assert R.not_worse(E1, PSL) == "held" and R.not_worse(PSL, E1) == "not held"
+    assert R.not_worse(PSL, E1).interval() == "-2.6 [-4.9, -0.3], n=3, paired t"
+    # a lower mean whose interval holds zero: within noise, its lower end the largest loss left open (never 'held',
+    # which the package's rule before read it as: the separation column keeps that)
+    close = {0: 73.0, 1: 68.4, 2: 71.5}
+    v = R.not_worse(close, PSL)
+    assert v == "within noise" and v.judged.low < 0 < v.judged.high and v.judged.diff < 0 and v.separation == "held"
+    assert R.lower_end(v.interval()) == pytest.approx(round(v.judged.low, 1))
+
+
 def _with_p(p, df=1e6):
     """A judged claim whose two-sided p-value is p (a z-like statistic: se 1, huge df)."""
     return R._t(float(stats.t.isf(p / 2, df)), 1.0, df, 10, "test")

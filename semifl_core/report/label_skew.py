@@ -19,8 +19,8 @@ from . import configs
 from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
                       REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import (ONE_SEED_LESS, above, at_least, at_planned, family, one_seed_less, read_as_not_worse, separation,
-                   upper_end)
+from .rule import (ONE_SEED_LESS, above, at_least, at_planned, family, lower_end, one_seed_less, read_as_not_worse,
+                   separation, upper_end)
 from .seed_plan import planned_seeds
 from .runs import curves, stored_runs
 from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
@@ -287,7 +287,8 @@ def part3_iid_plan(long_table: pd.DataFrame) -> list[str]:
 def part3_iid_table(iid: pd.DataFrame, judges: pd.DataFrame, remedies) -> pd.DataFrame:
     """Part 3's IID follow-up at `long` (iid: configs.label_skew_long_configs' IID runs of `remedies`, from
     part3_iid_plan; judges: configs.label_skew_judges at IID): each remedy's final beside SemiFL's fixed rule's, seeds
-    0-2, and the claim that it is not worse (NOT_WORSE_RULE, paired by seed; the remedies one family, Holm)."""
+    0-2, and the claim that it is not worse (NOT_WORSE_RULE, paired by seed; the remedies one family, Holm: an
+    interval that holds zero reads within noise, its lower end the largest loss left open)."""
     fixed = _finals(judges, f"{label_of(SEMIFL)} | iid")
     rows, worse = [], []
     for r in remedies:
@@ -372,7 +373,13 @@ def _advice(claims_table: pd.DataFrame) -> str:
         remedy = c.split(" is not worse")[0].removeprefix("SemiFL + ")
         check = (f" {remedy[0].upper()}{remedy[1:]}'s IID check (by the rule fixed before the runs, it must not be "
                  "worse than SemiFL's fixed rule under IID at 300 rounds)")
-        lead += f"{check}: {v} (difference {i})." if v in ("held", "not held") else f"{check} is not in yet."
+        if v in ("held", "not held"):
+            lead += f"{check}: {v} (difference {i})."
+        elif v == "within noise":   # NOT_WORSE_RULE: no loss found is not no loss; the interval bounds it
+            lead += (f"{check}: within noise (difference {i}): no loss was found, and a loss of more than "
+                     f"{max(-lower_end(i), 0.0):.1f} points is ruled out.")
+        else:
+            lead += f"{check} is not in yet."
     if over_fixed:
         lead += (f" Against SemiFL's fixed rule, SemiFL with {over_fixed} holds a lead{thin(fixed_rule)}: if SemiFL"
                  " is run under label skew, that is the change with evidence that it helps SemiFL itself.")

@@ -36,8 +36,12 @@ SEPARATION_RULE = (
     "exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds "
     "A's by that much, within noise otherwise.")
 
-NOT_WORSE_RULE = ("A one-sided claim 'A not worse than B' is not held when 'B above A' is held by the rule, and held "
-                  "otherwise (A above B, or the two within noise: a lower mean of A within the interval is not worse).")
+NOT_WORSE_RULE = (
+    "A one-sided claim 'A not worse than B' is judged on the interval of A - B that RULE gives 'B above A' (the same "
+    "pairing and family correction): not held when it lies below zero (B is held above A), held when it lies above "
+    "zero, within noise when it holds zero: no loss was found, and the interval's lower end is the largest loss of A "
+    "the data leave open (a larger one is ruled out). An interval that holds zero is never read as 'not worse': "
+    "without a margin fixed before the runs, a loss not found is not a loss ruled out.")
 
 
 @dataclass(frozen=True)
@@ -283,16 +287,17 @@ def at_least(v, x: float) -> Verdict:
 
 
 def not_worse(a, b, claim: str = "") -> Verdict:
-    """NOT_WORSE_RULE: not held when above(b, a) is held, held when it is not held or within noise."""
+    """NOT_WORSE_RULE: 'b above a' read from a's side (held when a is held above b, not held when b is held above
+    a, within noise when the interval holds zero)."""
     return read_as_not_worse(above(b, a, claim))
 
 
 def read_as_not_worse(b_above_a: Verdict) -> Verdict:
     """The verdict 'b above a' (Holm-corrected with its family first, where it has one) read as 'a not worse than
-    b' under NOT_WORSE_RULE."""
+    b' under NOT_WORSE_RULE: the interval of a - b decides as RULE does. The separation column keeps what the package
+    said before (within noise read as held) so that docs/verdicts.md shows the change."""
     v = flip(b_above_a)
-    j = replace(v.judged, verdict="held" if str(v) == "within noise" else str(v))
-    return Verdict(j, "held" if v.separation == "within noise" else v.separation)
+    return Verdict(v.judged, "held" if v.separation == "within noise" else v.separation)
 
 
 def flip(v) -> Verdict:
