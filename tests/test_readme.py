@@ -231,6 +231,10 @@ def test_why_a_verdict_changed_reads_the_test_and_n_from_the_whole_interval_cell
     assert "n=4" in at4 and "n=3" not in at4
     assert "paired by seed" in readme._why("within noise", "held", "+0.4 [+0.0, +0.8], n=3, paired t, weakest of 2")
     assert "paired" not in readme._why("within noise", "held", "+1.0 [+0.2, +1.8], n=3, Welch t")
+    # a 'not worse' claim that the rule before held on an interval through zero says so, not a width at n=3
+    nw = readme._why("held", "within noise", "-0.4 [-1.8, +1.1], n=3, paired t", "IID: A is not worse than B")
+    assert "'not worse'" in nw and "n=3" not in nw
+    assert "'not worse'" not in readme._why("held", "within noise", "+1.8 [-6.9, +10.5], n=3, paired t", "A beats B")
 
 
 def _made_up_row(diffs, R=30, study="`small`"):
