@@ -165,9 +165,10 @@ def figure6_claims(long, pairs) -> pd.DataFrame:
                     items.append((claim, False, "never defined: no pseudo-label passed the threshold in any round"))
                     continue
                 late = d[d["round"] > d["round"].max() / 2].groupby(["method", "seed"]).value.mean()
-                per = {m: late[m].to_numpy() for m in late.index.get_level_values(0).unique()}
+                per = {m: {int(s): v for s, v in late[m].items()}   # one N_S: the seed's labeled set, paired
+                       for m in late.index.get_level_values(0).unique()}
                 items.append((claim, every(above(per[best], v) for m, v in per.items() if m != best),
-                              "; ".join(f"{m}: {mean_std(v)}" for m, v in per.items())))
+                              "; ".join(f"{m}: {mean_std(v.values())}" for m, v in per.items())))
     return claims(items)
 
 
@@ -238,12 +239,14 @@ def learning_curve_claims(df, c, pairs) -> pd.DataFrame:
         for p in PARTITIONS:
             d = c[(c.dataset == ds) & (c.num_supervised == n) & (c.method == label_of(SEMIFL)) & (c.partition == p)]
             d = d.dropna(subset=["test_acc"]).sort_values("seed")
-            first, last = (d[d["round"] == d["round"].agg(f)].test_acc.to_numpy() for f in ("min", "max"))
+            first, last = ({int(s): v for s, v in zip(e.seed, e.test_acc)}   # the same run's two rounds: paired
+                           for e in (d[d["round"] == d["round"].agg(f)] for f in ("min", "max")))
             final = accuracy(df, ds, n, label_of(SEMIFL), p, metric="final_acc")
             pn = paper.PARTITION_NAMES[p]
             items += [
                 (pre + f"{pn}: SemiFL's accuracy rises over training (last round above first)", above(last, first),
-                 f"first round {mean_std(first)} -> last round {mean_std(last)}" if len(d) else "no evaluations"),
+                 f"first round {mean_std(first.values())} -> last round {mean_std(last.values())}" if len(d)
+                 else "no evaluations"),
                 (pre + f"{pn}: SemiFL ends above Partially Supervised (final round)", above(final[2], part[2]),
                  f"{final[1]} vs {part[1]}"),
             ]
@@ -271,8 +274,10 @@ def scale_claims(table, cfg) -> pd.DataFrame:
     col = lambda k, c: t.loc[k, c] if k in t.index else np.array([])
     shown_ = lambda k, c: t.loc[k, c] if k in t.index else "not run"
     semi, psl = label_of(SEMIFL), label_of(PARTIALLY_SUPERVISED)
+    # {seed: value}: points at one N_S share each seed's labeled set (paired); points at two N_S do not (Welch)
+    by_seed = lambda k, c: t.loc[k, "_by_seed"][c] if k in t.index else {}
     items = [(f"At the profile ({prof}, IID) SemiFL is above Partially Supervised",
-              above(col(prof, "_semi"), col(prof, "_psl")),
+              above(by_seed(prof, semi), by_seed(prof, psl)),
               f"SemiFL {shown_(prof, semi)} vs Partially Supervised {shown_(prof, psl)}"),
              ("At the profile SemiFL closes at least half of the gap (the study's goal)",
               at_least(col(prof, "_closed"), 50.0), f"gap closed {mean_std(col(prof, '_closed'), '%')}")]
@@ -282,7 +287,9 @@ def scale_claims(table, cfg) -> pd.DataFrame:
                        ("a wider model (cnn-w2 vs cnn)", "model=cnn-w2", prof),
                        (f"more labels (N_S={max(ran)} vs {min(ran)}, the extremes with SemiFL runs)",
                         f"N_S={max(ran)}", f"N_S={min(ran)}")):
-        items.append((f"The gain SemiFL - Partially Supervised grows with {name}", above(col(a, "_gain"), col(b, "_gain")),
+        same_labels = not (a.startswith("N_S=") and b.startswith("N_S="))
+        gains = (by_seed(a, "gain"), by_seed(b, "gain")) if same_labels else (col(a, "_gain"), col(b, "_gain"))
+        items.append((f"The gain SemiFL - Partially Supervised grows with {name}", above(*gains),
                       f"gain {shown_(a, 'SemiFL - Partially')} vs {shown_(b, 'SemiFL - Partially')}"))
     return claims(items)
 
@@ -297,8 +304,8 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
     spread = split_table(splits)
     for n in ns_list:
         d = df[df.num_supervised == n]
-        semi = d[d.label == INSTRUMENTED].final_acc
-        part = d[d.label == label_of(PARTIALLY_SUPERVISED)].final_acc
+        semi = seeded(d[d.label == INSTRUMENTED], "final_acc")
+        part = seeded(d[d.label == label_of(PARTIALLY_SUPERVISED)], "final_acc")
         sp = spread[(spread.N_S == n) & (spread.method == label_of(SEMIFL))]
         n_splits = ((splits.num_supervised == n) & splits.label.str.startswith(f"{label_of(SEMIFL)} | ")).sum()
         items.append((f"N_S={n}: SemiFL ({mean_std(semi)}) ends above Partially Supervised ({mean_std(part)})",
@@ -309,8 +316,9 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
         if len(late):   # the stage that loses most in the mean, judged against each other stage (per seed)
             g = late_rounds[n]
             change = {name: stage_change(g, after, before) for name, after, before in STAGE_STEPS}
-            change = {name: v for name, v in change.items() if v.notna().any()}   # a stage that never happened
-            worst = min(change, key=lambda k: change[k].mean()) if change else None
+            change = {name: {int(s): x for s, x in v.dropna().items()}   # the same runs' stages: paired by seed
+                      for name, v in change.items() if v.notna().any()}   # (a stage that never happened: left out)
+            worst = min(change, key=lambda k: np.mean(list(change[k].values()))) if change else None
             items.append((f"N_S={n}: the stage of a round that loses most test accuracy (second half of training) "
                           f"is {worst or 'not known'}",
                           every(above(v, change[worst]) for k, v in change.items() if k != worst) if worst

@@ -23,7 +23,7 @@ from .rule import (ONE_SEED_LESS, above, at_least, at_planned, family, lower_end
                    separation, upper_end)
 from .seed_plan import planned_seeds
 from .runs import curves, stored_runs
-from .tables import mean_std, seed_values   # "mean (std) n=k", one decimal: shares and thresholds in percent
+from .tables import mean_std, seed_values, seeded   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
 # measure -> (display name, scale): shares are shown in percent. A client's own classes are "its classes" (the
 # measures' "held") and the rest "the other classes" ("unheld"): held / not held are the claims' verdicts, nothing else.
@@ -53,9 +53,10 @@ def with_rows(df: pd.DataFrame) -> pd.DataFrame:
 
 def run_means(df: pd.DataFrame) -> pd.DataFrame:
     """One row per instrumented run (row, seed) with each measure's mean over the run's rounds."""
-    cur = curves(with_rows(df), keep=("row", "seed"))
+    keys = ["row", "seed", *(["draw"] if "draw" in df.columns else [])]   # the labeled-set draw: what pairs two rows
+    cur = curves(with_rows(df), keep=keys)
     cols = [c for c in MEASURES if c in cur.columns]
-    return cur.groupby(["row", "seed"], as_index=False)[cols].mean() if len(cur) else pd.DataFrame(columns=["row", "seed"])
+    return cur.groupby(keys, as_index=False)[cols].mean() if len(cur) else pd.DataFrame(columns=["row", "seed"])
 
 
 def mechanism_table(df: pd.DataFrame) -> pd.DataFrame:
@@ -315,10 +316,10 @@ def part3_claims(gates: pd.DataFrame, mech: pd.DataFrame, long_table: pd.DataFra
     """Part 3's claims: each remedy's update lowers the other classes less than the fixed rule's (its instrumented
     runs against the fixed rule's, mech), and at `long` it beats Partially Supervised and SemiFL's fixed rule."""
     g, m = run_means(gates), run_means(mech)
-    fx_drop = -_values(m, SEMIFL_FIXED, "skew_dacc_unheld")
+    fx_drop = _values(m, SEMIFL_FIXED, "skew_dacc_unheld", -1.0)
     items = []
     for r in PART3_REMEDIES:
-        drop = -_values(g, r, "skew_dacc_unheld")
+        drop = _values(g, r, "skew_dacc_unheld", -1.0)
         items.append((f"SemiFL + {r}: a client's update lowers {OTHER} less than the fixed rule's",
                       above(fx_drop, drop), f"drop, points {mean_std(drop)} vs {mean_std(fx_drop)}"))
     return items + part3_long_claims(long_table)
@@ -398,8 +399,10 @@ def _judged_claims(table: pd.DataFrame, beats_psl: str, beats_rival: str) -> lis
 
 
 def _values(means, row, col, scale=1.0) -> np.ndarray:
-    m = means[means.row == row].sort_values("seed")
-    return (m[col].to_numpy(float) * scale) if col in m else np.array([])
+    """One row's measure per seed (times `scale`; -1 for a drop), knowing its seeds and labeled-set draw (a
+    tables.seeded array: two rows at one seed and draw are paired by the rule), or empty."""
+    m = means[means.row == row]
+    return seeded(m.assign(**{col: m[col] * scale}), col) if col in m and len(m) else np.array([])
 
 
 def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = None,
@@ -422,14 +425,14 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = N
     items.append((f"{SEMIFL_CA} passes more of those wrong labels than the fixed rule (tau 0.95)", above(p_un, f_un),
                   f"pass rate, {OTHER}, % {ev(p_un, f_un)}"))
     for row in (SEMIFL_CA, SEMIFL_FIXED):
-        drop = -v(row, "skew_dacc_unheld")
+        drop = v(row, "skew_dacc_unheld", -1.0)
         items.append((f"{row}: a client's update lowers the test accuracy of the other classes",
                       at_least(drop, 0.0), f"drop, points {mean_std(drop)}"))
-    ca_drop, fx_drop = -v(SEMIFL_CA, "skew_dacc_unheld"), -v(SEMIFL_FIXED, "skew_dacc_unheld")
+    ca_drop, fx_drop = v(SEMIFL_CA, "skew_dacc_unheld", -1.0), v(SEMIFL_FIXED, "skew_dacc_unheld", -1.0)
     items.append((f"{SEMIFL_CA}'s updates lower those classes more than the fixed rule's", above(ca_drop, fx_drop),
                   f"drop, points {ev(ca_drop, fx_drop)}"))
     if fedrs is not None:
-        rs_drop = -v(FEDRS, "skew_dacc_unheld")
+        rs_drop = v(FEDRS, "skew_dacc_unheld", -1.0)
         items.append(("SemiFL + FedRS: a client's update lowers the other classes less than the fixed "
                       "rule's with plain softmax", above(fx_drop, rs_drop), f"drop, points {ev(rs_drop, fx_drop)}"))
     items += _judged_claims(fix, "the global-adaptive rule (the fix) beats Partially Supervised",
@@ -438,7 +441,7 @@ def claims(mech: pd.DataFrame, fix: pd.DataFrame, fedrs: pd.DataFrame | None = N
         items += _judged_claims(fedrs, "SemiFL + FedRS (the second fix) beats Partially Supervised",
                                 "SemiFL + FedRS beats SemiFL (fixed rule, plain softmax)")
     for remedy, table in (remedies or {}).items():   # the distillations: their mechanism, then their cells (if run)
-        drop = -v(remedy, "skew_dacc_unheld")
+        drop = v(remedy, "skew_dacc_unheld", -1.0)
         if len(drop):
             items.append((f"SemiFL + {remedy}: a client's update lowers the other classes less than the "
                           "fixed rule's with plain softmax", above(fx_drop, drop), f"drop, points {ev(drop, fx_drop)}"))

@@ -404,14 +404,16 @@ def scale_table(df) -> pd.DataFrame:
     rows = []
     for point, g in scale_points(df).groupby("point", sort=False):
         v = {k: g[k].dropna().to_numpy() for k in (semi, psl, fsl, "gain", "closed")}   # NaN: a run not in the store
-        by_seed = {k: dict(zip(g.seed, g[k])) for k in (semi, psl)}                      # one N_S: paired by seed
-        by_seed = {k: {s: x for s, x in d.items() if x == x} for k, d in by_seed.items()}
+        by_seed = {k: dict(zip(g.seed, g[k])) for k in (semi, psl, "gain")}              # one N_S: paired by seed
+        by_seed = {k: {int(s): x for s, x in d.items() if x == x} for k, d in by_seed.items()}
         rows.append({"point": point, "n": len(v[semi]), fsl: mean_std(v[fsl]), psl: mean_std(v[psl]),
                      semi: mean_std(v[semi]), "SemiFL - Partially": mean_std(v["gain"]),
                      "gap closed (%)": mean_std(v["closed"]),
                      "SemiFL above Partially": above(by_seed[semi], by_seed[psl]),
-                     "_gain": v["gain"], "_closed": v["closed"], "_semi": v[semi], "_psl": v[psl]})
-    return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi", "_psl"])
+                     "_gain": v["gain"], "_closed": v["closed"], "_semi": v[semi], "_psl": v[psl],
+                     "_by_seed": by_seed})
+    return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi", "_psl",
+                         "_by_seed"])
 
 
 def cost_table(df) -> pd.DataFrame:
