@@ -292,6 +292,62 @@ def test_table3_judges_server_only_statistics_paired_by_seed_and_never_holds_an_
     assert c.loc[claim, "verdict"] == "within noise"
 
 
+# per seed: a spread of about 10 points that both arms share (the seed's labeled set), and a steady lead of 1.0
+SHARED, LEAD = [60.0, 70.0, 80.0], [1.0, 1.1, 0.9]
+
+
+def test_scale_pairs_the_gains_at_one_n_s_and_not_across_two():
+    """Scale's 'the gain grows with more rounds': both points train on the seed's labeled set (one N_S), so the gains
+    are paired (a lead of 1.0 each seed is held; Welch's interval, which ignores the seed, holds zero); 'more labels'
+    compares two N_S (two labeled sets): Welch."""
+    from semifl_core.report.configs import SCALE_NS
+    from semifl_core.methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED
+    from semifl_core.report.tables import label_of
+    psl = [62.0, 71.0, 79.0]                              # gains at the profile: -2, -1, +1
+    rows = []
+    for point, semi in (("N_S=100", SHARED), ("rounds=150", [x + d for x, d in zip(SHARED, LEAD)]),
+                        (f"N_S={SCALE_NS[0]}", SHARED), (f"N_S={SCALE_NS[-1]}", [x + d for x, d in zip(SHARED, LEAD)])):
+        rows += [dict(label=f"{point} | {label_of(m)}", seed=s, final_acc=v[s]) for s in range(3)
+                 for m, v in ((SEMIFL, semi), (PARTIALLY_SUPERVISED, psl), (FULLY_SUPERVISED, [90.0] * 3))]
+    t = report.tables.scale_table(pd.DataFrame(rows))
+    c = report.scale_claims(t, report.profile("small", "fashionmnist")).set_index("claim")
+    rounds = c.loc["The gain SemiFL - Partially Supervised grows with more rounds (150 vs 30)"]
+    assert rounds.verdict == "held" and "paired t" in rounds[INTERVAL]
+    labels = c.loc[[k for k in c.index if "more labels" in k][0]]
+    assert labels.verdict == "within noise" and "Welch t" in labels[INTERVAL]
+    assert "paired t" in c.loc["At the profile (N_S=100, IID) SemiFL is above Partially Supervised", INTERVAL]
+
+
+def test_learning_curves_pair_a_runs_last_round_with_its_first():
+    """'SemiFL's accuracy rises over training': the last and first rounds of the same runs, paired by seed."""
+    from semifl_core.methods import PARTIALLY_SUPERVISED
+    from semifl_core.report.tables import label_of
+    base = dict(dataset="fashionmnist", num_supervised=100)
+    c = pd.DataFrame([dict(base, method=label_of(SEMIFL), partition=p, seed=s, round=r,
+                           test_acc=SHARED[s] + LEAD[s] * (r == 30))
+                      for p in paper.PARTITIONS for s in range(3) for r in (1, 30)])
+    df = pd.DataFrame([dict(base, method=m, partition=p, seed=s, final_acc=SHARED[s], best_acc=SHARED[s])
+                       for m in (label_of(SEMIFL), label_of(PARTIALLY_SUPERVISED)) for p in paper.PARTITIONS
+                       for s in range(3)])
+    claims = report.learning_curve_claims(df, c, [("fashionmnist", 100)]).set_index("claim")
+    rises = claims.loc["IID: SemiFL's accuracy rises over training (last round above first)"]
+    assert rises.verdict == "held" and "paired t" in rises[INTERVAL]
+
+
+def test_the_label_skew_mechanism_pairs_two_rows_at_one_seed_and_draw():
+    """A remedy's drop against the fixed rule's: the same seeds and labeled set, so paired (a steady 1-point smaller
+    drop is held); without a known draw the rule falls back to Welch (within noise here)."""
+    from semifl_core.report import label_skew as skew
+    means = pd.DataFrame([dict(row=row, seed=s, draw="d", skew_dacc_unheld=-(SHARED[s] - 50) + d)
+                          for row, shift in ((skew.SEMIFL_FIXED, 0.0), ("remedy", 1.0)) for s in range(3)
+                          for d in [shift * LEAD[s]]])
+    fx, rem = (skew._values(means, r, "skew_dacc_unheld", -1.0) for r in (skew.SEMIFL_FIXED, "remedy"))
+    assert report.rule.above(fx, rem) == "held" and report.rule.above(fx, rem).judged.test == "paired t"
+    no_draw = means.drop(columns="draw")
+    fx, rem = (skew._values(no_draw, r, "skew_dacc_unheld", -1.0) for r in (skew.SEMIFL_FIXED, "remedy"))
+    assert report.rule.above(fx, rem) == "within noise" and report.rule.above(fx, rem).judged.test == "Welch t"
+
+
 def test_say_wraps_printed_lines_at_separators_and_spaces(capsys):
     """report.say keeps a printed line inside JupyterLab's output area without breaking a word: at ' | ' first."""
     line = ("profile='small' | data: Fashion-MNIST N_S=100 | model=cnn, M=100, C=0.1, T=30, E=5.0 | device: cpu "
