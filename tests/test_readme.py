@@ -276,7 +276,25 @@ def test_the_label_skew_answer_names_held_remedies_or_the_closest_and_the_larges
     assert ("above the fixed rule under Non-IID, K=2: one local epoch (E=1) (+2.0 [+0.3, +3.8] at 99.2 %, n=6, "
             "paired t)") in text
     assert "Dir(0.1)" not in text   # no row, no sentence
+    assert "under IID" not in text  # no IID check row, no sentence
     assert readme.label_skew_answer(tmp_path / "none") == "Under label skew: the label_skew notebook is not executed."
+
+
+@pytest.mark.parametrize("verdict, interval, said", [
+    ("within noise", "-0.3 [-1.9, +1.3], n=3, paired t", "no loss found, and one of more than 1.9 points ruled out"),
+    ("not held", "-2.0 [-3.0, -1.0], n=3, paired t", "not held (-2.0 [-3.0, -1.0], n=3, paired t)"),
+    ("not run", "-", None),
+])
+def test_the_label_skew_answer_gives_the_iid_check_once_it_has_a_verdict(tmp_path, verdict, interval, said):
+    from semifl_core.report.label_skew import part3_iid_claims
+    iid = pd.DataFrame({"remedy": ["no global momentum"], "remedy's final": ["x"], "SemiFL, fixed rule": ["y"],
+                        "not worse than SemiFL": [verdict]}).set_index("remedy")
+    [(claim, _, _)] = part3_iid_claims(iid)   # the claim's text as the notebook writes it
+    _notebook(tmp_path, "label_skew", {"claim": [claim], "verdict": [verdict], readme.INTERVAL: [interval],
+                                       "evidence": ["a vs b"]})
+    text = readme.label_skew_answer(tmp_path)
+    line = "no global momentum not worse than the fixed rule under IID (the check for a remedy held under K=2)"
+    assert (line in text) == (said is not None) and (said is None or said in text)
 
 
 def test_the_label_skew_answer_carries_a_held_remedys_one_seed_less_note(tmp_path):
