@@ -281,8 +281,10 @@ def test_the_label_skew_answer_names_held_remedies_or_the_closest_and_the_larges
 
 
 @pytest.mark.parametrize("verdict, interval, said", [
-    ("within noise", "-0.3 [-1.9, +1.3], n=3, paired t", "no loss found, and one of more than 1.9 points ruled out"),
-    ("not held", "-2.0 [-3.0, -1.0], n=3, paired t", "not held (-2.0 [-3.0, -1.0], n=3, paired t)"),
+    ("within noise", "-0.3 [-1.9, +1.3], n=3, paired t",
+     "no global momentum, within noise (-0.3 [-1.9, +1.3], n=3, paired t): no loss found, and a loss of more than 1.9 "
+     "points is ruled out."),
+    ("not held", "-2.0 [-3.0, -1.0], n=3, paired t", "no global momentum, not held (-2.0 [-3.0, -1.0], n=3, paired t)."),
     ("not run", "-", None),
 ])
 def test_the_label_skew_answer_gives_the_iid_check_once_it_has_a_verdict(tmp_path, verdict, interval, said):
@@ -293,7 +295,7 @@ def test_the_label_skew_answer_gives_the_iid_check_once_it_has_a_verdict(tmp_pat
     _notebook(tmp_path, "label_skew", {"claim": [claim], "verdict": [verdict], readme.INTERVAL: [interval],
                                        "evidence": ["a vs b"]})
     text = readme.label_skew_answer(tmp_path)
-    line = "no global momentum not worse than the fixed rule under IID (the check for a remedy held under K=2)"
+    line = "not worse than the fixed rule under IID (the check for a remedy held under K=2): no global momentum"
     assert (line in text) == (said is not None) and (said is None or said in text)
 
 

@@ -312,9 +312,9 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
     for r in table[1:]:   # the IID check of a remedy held under K=2 (rule.NOT_WORSE_RULE), once it has a verdict
         if r[c].endswith(IID_CHECK) and r[v] in ("held", "not held", "within noise"):
             low = lower_end(r[i])
-            out.append(f"{r[c].removeprefix('SemiFL + ').removesuffix(IID_CHECK)} not worse than the fixed rule under "
-                       f"IID (the check for a remedy held under K=2): {r[v]} ({r[i]})"
-                       + (f"; no loss found, and one of more than {max(-low, 0.0):.1f} points ruled out"
+            out.append(f"not worse than the fixed rule under IID (the check for a remedy held under K=2): "
+                       f"{r[c].removeprefix('SemiFL + ').removesuffix(IID_CHECK)}, {r[v]} ({r[i]})"
+                       + (f": no loss found, and a loss of more than {max(-low, 0.0):.1f} points is ruled out"
                           if r[v] == "within noise" else ""))
     return ("Under label skew at 300 rounds (the label_skew notebook's remedies, paired by seed, Holm over each "
             "table's family):\n\n" + "\n".join(f"- {o}." for o in out)) if out else \
