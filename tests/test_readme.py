@@ -282,8 +282,8 @@ def test_the_label_skew_answer_names_held_remedies_or_the_closest_and_the_larges
 
 @pytest.mark.parametrize("verdict, interval, said", [
     ("within noise", "-0.3 [-1.9, +1.3], n=3, paired t",
-     "no global momentum, within noise (-0.3 [-1.9, +1.3], n=3, paired t): no loss found, and a loss of more than 1.9 "
-     "points is ruled out."),
+     "no global momentum, within noise (-0.3 [-1.9, +1.3], n=3, paired t): no loss was found, and a loss of more than "
+     "1.9 points is ruled out."),
     ("not held", "-2.0 [-3.0, -1.0], n=3, paired t", "no global momentum, not held (-2.0 [-3.0, -1.0], n=3, paired t)."),
     ("not run", "-", None),
 ])

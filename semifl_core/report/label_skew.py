@@ -19,8 +19,8 @@ from . import configs
 from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
                       REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import (ONE_SEED_LESS, above, at_least, at_planned, family, lower_end, one_seed_less, read_as_not_worse,
-                   separation, upper_end)
+from .rule import (ONE_SEED_LESS, above, at_least, at_planned, family, loss_ruled_out, one_seed_less,
+                   read_as_not_worse, separation, upper_end)
 from .seed_plan import planned_seeds
 from .runs import curves, stored_runs
 from .tables import mean_std, seed_values, seeded   # "mean (std) n=k", one decimal: shares and thresholds in percent
@@ -377,8 +377,7 @@ def _advice(claims_table: pd.DataFrame) -> str:
         if v in ("held", "not held"):
             lead += f"{check}: {v} (difference {i})."
         elif v == "within noise":   # NOT_WORSE_RULE: no loss found is not no loss; the interval bounds it
-            lead += (f"{check}: within noise (difference {i}): no loss was found, and a loss of more than "
-                     f"{max(-lower_end(i), 0.0):.1f} points is ruled out.")
+            lead += f"{check}: within noise (difference {i}): {loss_ruled_out(i)}."
         else:
             lead += f"{check} is not in yet."
     if over_fixed:

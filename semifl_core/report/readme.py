@@ -31,7 +31,8 @@ from ..config import PROFILE_GRID
 from ..methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C, paper
 from .claims import INTERVAL, SEPARATION
-from .rule import ONE_SEED_LESS, RULE, above, and_list, family, leave_one_out, lower_end, one_seed_less, upper_end
+from .rule import (ONE_SEED_LESS, RULE, above, and_list, family, leave_one_out, loss_ruled_out, lower_end,
+                   one_seed_less, upper_end)
 from . import runs
 from .runs import REPO
 from .seed_plan import at_planned_seeds
@@ -311,11 +312,9 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
                        + (f" ({more} with more seeds planned)" if more else ""))
     for r in table[1:]:   # the IID check of a remedy held under K=2 (rule.NOT_WORSE_RULE), once it has a verdict
         if r[c].endswith(IID_CHECK) and r[v] in ("held", "not held", "within noise"):
-            low = lower_end(r[i])
             out.append(f"not worse than the fixed rule under IID (the check for a remedy held under K=2): "
                        f"{r[c].removeprefix('SemiFL + ').removesuffix(IID_CHECK)}, {r[v]} ({r[i]})"
-                       + (f": no loss found, and a loss of more than {max(-low, 0.0):.1f} points is ruled out"
-                          if r[v] == "within noise" else ""))
+                       + (f": {loss_ruled_out(r[i])}" if r[v] == "within noise" else ""))
     return ("Under label skew at 300 rounds (the label_skew notebook's remedies, paired by seed, Holm over each "
             "table's family):\n\n" + "\n".join(f"- {o}." for o in out)) if out else \
         "Under label skew: no `long` remedy cell yet."

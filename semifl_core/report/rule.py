@@ -93,6 +93,12 @@ def lower_end(text: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
+def loss_ruled_out(text: str) -> str:
+    """What a 'not worse' claim within noise says (NOT_WORSE_RULE), from its interval cell ('-0.1 [-0.8, +0.5], n=3,
+    paired t' -> 'no loss was found, and a loss of more than 0.8 points is ruled out')."""
+    return f"no loss was found, and a loss of more than {max(-lower_end(text), 0.0):.1f} points is ruled out"
+
+
 def _t(diff: float, se: float, df: float, n: int, test: str, seeds=()) -> Judged:
     p = (0.0 if diff != 0 else 1.0) if se == 0 else float(2 * stats.t.sf(abs(diff) / se, df))
     return Judged("", float(diff), n=n, test=test, p=p, se=float(se), df=float(df), seeds=tuple(seeds)).at(1 - ALPHA)
