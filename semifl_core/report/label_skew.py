@@ -16,8 +16,8 @@ from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
 from .claims import INTERVAL, Takeaway, claims as make_claims
 from . import configs
-from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_LONG_PARTITIONS, PART3_LONG_REGARDLESS, PART3_REMEDIES,
-                      REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
+from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_IID_CHECK, PART3_LONG_PARTITIONS,
+                      PART3_LONG_REGARDLESS, PART3_REMEDIES, REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
 from .rule import (ONE_SEED_LESS, above, at_least, at_planned, family, loss_ruled_out, one_seed_less,
                    read_as_not_worse, separation, upper_end)
@@ -307,7 +307,7 @@ def part3_iid_table(iid: pd.DataFrame, judges: pd.DataFrame, remedies) -> pd.Dat
 
 def part3_iid_claims(iid_table: pd.DataFrame) -> list:
     """One claim per row of part3_iid_table: the remedy is not worse than SemiFL's fixed rule under IID."""
-    return [(f"SemiFL + {r} is not worse than SemiFL's fixed rule under IID at 300 rounds",
+    return [(f"SemiFL + {r}{PART3_IID_CHECK}",
              row["not worse than SemiFL"], f"{row[FINAL]} vs {row['SemiFL, fixed rule']}")
             for r, row in iid_table.iterrows()]
 
@@ -369,9 +369,9 @@ def _advice(claims_table: pd.DataFrame) -> str:
                 + (f": the server's labels alone do as well, within the seeds' noise, and the intervals rule out a "
                    f"lead of more than {max(highs):+.1f} points over them" if highs and {v for _, v, _ in vs_psl}
                    == {"within noise"} else "") + ".")
-    iid = rows[rows["claim"].str.contains("not worse than SemiFL's fixed rule under IID", regex=False)]
+    iid = rows[rows["claim"].str.endswith(PART3_IID_CHECK)]
     for c, v, i in zip(iid["claim"], iid["verdict"], iid[INTERVAL]):
-        remedy = c.split(" is not worse")[0].removeprefix("SemiFL + ")
+        remedy = c.removeprefix("SemiFL + ").removesuffix(PART3_IID_CHECK)
         check = (f" {remedy[0].upper()}{remedy[1:]}'s IID check (by the rule fixed before the runs, it must not be "
                  "worse than SemiFL's fixed rule under IID at 300 rounds)")
         if v in ("held", "not held"):

@@ -265,9 +265,6 @@ def finding(rows) -> str:
         "([docs/verdicts.md](docs/verdicts.md)).", "", label_skew_answer()])
 
 
-IID_CHECK = " is not worse than SemiFL's fixed rule under IID at 300 rounds"   # label_skew.part3_iid_claims
-
-
 def _remedy(claim: str) -> str:
     """'SemiFL + one local epoch (E=1) beats ...' -> 'one local epoch (E=1)'."""
     return claim.removeprefix("SemiFL + ").split(" beats ")[0]
@@ -311,9 +308,9 @@ def label_skew_answer(notebooks_dir: Path | None = None) -> str:
                        f"{max(upper_end(r[i]) for r in judged):+.1f} points"
                        + (f" ({more} with more seeds planned)" if more else ""))
     for r in table[1:]:   # the IID check of a remedy held under K=2 (rule.NOT_WORSE_RULE), once it has a verdict
-        if r[c].endswith(IID_CHECK) and r[v] in ("held", "not held", "within noise"):
+        if r[c].endswith(C.PART3_IID_CHECK) and r[v] in ("held", "not held", "within noise"):
             out.append(f"not worse than the fixed rule under IID (the check for a remedy held under K=2): "
-                       f"{r[c].removeprefix('SemiFL + ').removesuffix(IID_CHECK)}, {r[v]} ({r[i]})"
+                       f"{r[c].removeprefix('SemiFL + ').removesuffix(C.PART3_IID_CHECK)}, {r[v]} ({r[i]})"
                        + (f": {loss_ruled_out(r[i])}" if r[v] == "within noise" else ""))
     return ("Under label skew at 300 rounds (the label_skew notebook's remedies, paired by seed, Holm over each "
             "table's family):\n\n" + "\n".join(f"- {o}." for o in out)) if out else \
