@@ -194,6 +194,13 @@ def seed_plan() -> list[tuple[str, Config]]:
     return plan()[1]
 
 
+def confirmation() -> list[tuple[str, Config]]:
+    """The confirmation's fresh-seed runs (report.confirmation, docs/verdicts.md "The confirmation"), claim by claim,
+    seed by seed; the first lane to start one records the plan's digest (the plan is fixed from then on)."""
+    from .report.confirmation import queue as confirmation_queue
+    return confirmation_queue()
+
+
 def cbafed() -> list[tuple[str, Config]]:
     """CBAFed's Table 1 at the small profile, seed by seed (every row of seed 0, then of seed 1, ...), so
     that each finished seed completes a column of verdicts."""
@@ -223,7 +230,8 @@ QUEUES = {"cbafed": cbafed, "horizon": horizon, "few_labels": few_labels, "grid"
           "label_skew_fedrs": label_skew_fedrs, "label_skew_ntd_gate": label_skew_ntd_gate,
           "label_skew_ntd": label_skew_ntd, "label_skew_vls_gate": label_skew_vls_gate, "label_skew_vls": label_skew_vls,
           "cbafed_code": cbafed_code, "label_skew_part3_gate": label_skew_part3_gate,
-          "label_skew_part3_long": label_skew_part3_long, "precision_bf16": precision_bf16, "seed_plan": seed_plan}
+          "label_skew_part3_long": label_skew_part3_long, "precision_bf16": precision_bf16, "seed_plan": seed_plan,
+          "confirmation": confirmation}
 
 
 def queue(names, match=()) -> list[tuple[str, Config]]:
@@ -257,6 +265,9 @@ def lane(jobs, results_dir="results", data_root=None, say=print) -> int:
         with results.try_hold(path) as mine:
             if not mine:
                 continue
+            if label.startswith("confirmation:"):
+                from .report.confirmation import mark_started
+                mark_started(results_dir)
             t0 = time.time()
             say(f"{time.strftime('%H:%M:%S')} start {label} -> {path.name}")
             out = run(cfg, results_dir, device="cpu", data_root=data_root, progress=False)
