@@ -20,7 +20,7 @@
 # H200; its docstring says how to carry Fashion-MNIST to a lent GPU machine). It needs no venv (a device machine has
 # none): the venv's python if there is one, else python3. `make bench-gpu ARGS=--smoke`: tiny sizes on a CPU, seconds.
 # `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each),
-# then regenerate README.md's generated parts and docs/results.md from them (python -m semifl_core.report.readme).
+# then regenerate README.md's headline table from them (python -m semifl_core.report.readme).
 # `make check-notebooks`: each committed notebook saved as JupyterLab saves it (else it fails), converted to HTML and
 # screenshotted by headless Chromium (1400 px wide) into build/notebook-screenshots/; fails on an error output, a
 # stderr band, an NBVAL marker, a NaN in a table, a table wider than JupyterLab's ~890 px output area, figure text

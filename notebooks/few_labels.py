@@ -132,6 +132,15 @@ noniid_table
 
 
 # %% [markdown]
+# ## Confirmation on fresh seeds
+#
+# 'SemiFL with the client-adaptive rule below Partially Supervised under Non-IID K=2' (N_S=100) was given more seeds by the seed plan because it looked close at seeds 0-2; those seeds chose it, so they cannot confirm it. A claim so chosen is judged again on fresh seeds alone (100 and up), in one family with Holm's correction, by a plan fixed before their runs, or, where the plan could not give it a fair test within eight seeds, reads *not confirmed* ([docs/verdicts.md](../docs/verdicts.md#the-confirmation)). This is its final word (Fashion-MNIST, 100 labels, committed runs).
+
+# %% tags=["nbval-check-output"]
+report.confirmation.frame(["client-adaptive rule above Partially Supervised"])
+
+
+# %% [markdown]
 # ## Takeaway
 #
 # Written from the claims table below (so the two cannot disagree).

@@ -1,7 +1,7 @@
 """What the notebooks share, by job: runs (configs per profile, running them, reading them back), configs (the runs of
 each paper item), paper (the paper's numbers), tables, figures, rule (verdicts) and claims. Data flows
-runs -> configs -> tables / figures -> claims; readme (README.md's generated parts and docs/results.md, from results/
-and the executed notebooks) reads them all, and so does label_skew (the label-skew study, imported by its notebook as
+runs -> configs -> tables / figures -> claims; readme (README.md's headline table, from results/ and the confirmation)
+reads them all, confirmation (the fresh-seed confirmation of the claims the seed plan decided) judges its claims, and so does label_skew (the label-skew study, imported by its notebook as
 `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (Takeaway, cbafed_claims, diagnosis_findings, feddure_claims, few_label_claims, horizon_claims, figure2_claims, figure6_claims,
@@ -17,6 +17,7 @@ from .figures import (PSEUDO_BOUNDS, PSEUDO_UNITS, FEW_LABEL_BOUNDS, augmentatio
 from .paper import ABLATION_PARTITIONS
 from .rule import (NOT_WORSE_RULE, RULE, SEPARATION_RULE, Seeded, Verdict, above, at_least, bootstrap_at_least, every,
                    family, flip, not_worse, paired, separation, welch)
+from . import confirmation  # noqa: F401 (report.confirmation.frame in the notebooks)
 from .seed_plan import horizon_planned, partitions_planned
 from .runs import (COLUMNS, REPO, curves, describe, estimate_minutes, grid, make, minutes_per_round, notebook_setup,
                    plain_tables, repo_path, table_html, run_all, run_pairs, stored_runs,

@@ -189,7 +189,7 @@ class Confirmation:
     def text(self) -> str:
         """'confirmed: +3.1 [+0.4, +5.8] at 98.3 %, n=8 fresh seeds (100-107), paired t, Holm over 3'."""
         if self.judged is None or not self.judged.judged:
-            return f"{self.verdict}{': ' + self.why if self.why else ''}"
+            return self.why or self.verdict
         j = self.judged
         return (f"{self.verdict}: {j.interval()} at {100 * j.level:.1f} %, n={j.n} fresh seeds "
                 f"({min(j.seeds)}-{max(j.seeds)}), paired t, Holm over {self.m}{'; ' + self.why if self.why else ''}")
@@ -221,7 +221,8 @@ def verdicts(results_dir=None) -> list[Confirmation]:
     for row in rows:
         n = len(row["seeds"]["a"])
         if not n:
-            out[row["claim"]] = Confirmation(row["claim"], "not confirmed", why=f"not run ({row['left_out']})", m=m)
+            out[row["claim"]] = Confirmation(row["claim"], "not confirmed", m=m,
+                                             why="not run: the plan's cap gives it no fair test (docs/verdicts.md)")
             continue
         fault = _fault(plan, row, results_dir)
         if fault:
@@ -231,7 +232,7 @@ def verdicts(results_dir=None) -> list[Confirmation]:
         both = set(a) & set(b)
         if len(both) < n:
             out[row["claim"]] = Confirmation(row["claim"], "running", n_in=len(both), n_planned=n, m=m,
-                                             why=f"{len(both)} of {n} fresh seeds in")
+                                             why=f"{len(both)} of {n} fresh seeds in ({row['seeds']['a'][0]}-{row['seeds']['a'][-1]})")
             continue
         side = row["side"]
         judged[row["claim"]] = paired({s: side * a[s] for s in a}, {s: side * b[s] for s in b}, row["claim"])
@@ -251,6 +252,39 @@ def verdicts(results_dir=None) -> list[Confirmation]:
                 out[name] = Confirmation(name, "running", loose, loose.n, loose.n, m=m,
                                          why="its fresh seeds are in; the family's Holm correction waits for the rest")
     return [out[r["claim"]] for r in rows]
+
+
+def _explored(c, side: int) -> str:
+    """The seed plan's reading of a claim at seeds 0-2 (its exploration family's Holm), on the claimed side."""
+    if c.verdict not in ("held", "not held", "within noise"):
+        return c.verdict
+    lo, hi = (float(x) for x in c.interval.split("[")[1].rstrip("]").split(", "))
+    diff = float(c.interval.split(" [")[0])
+    if side < 0:
+        lo, hi, diff = -hi, -lo, -diff
+    verdict = "held" if lo > 0 else "not held" if hi < 0 else "within noise"
+    return f"{verdict}: {diff:+.1f} [{lo:+.1f}, {hi:+.1f}], n=3"
+
+
+def final_word(c: Confirmation) -> str:
+    return "awaiting confirmation" if c.verdict == "running" else c.verdict
+
+
+def frame(names=None, results_dir=None):
+    """The confirmation as a notebook shows it: one row per candidate (or those whose seed_plan name contains one of
+    `names`): its exploration reading at seeds 0-2, its confirmation on fresh seeds, and the final word."""
+    import pandas as pd
+    from .seed_plan import claims
+    by_name = {c.name: c for c in claims(results_dir)}
+    rows = []
+    for row, conf in zip(load_plan(results_dir)["claims"], verdicts(results_dir)):
+        if names and not any(n in row["seed_plan_name"] for n in names):
+            continue
+        rows.append({"claim": row["claim"],
+                     "exploration: seeds 0-2": _explored(by_name[row["seed_plan_name"]], row["side"]),
+                     "confirmation: fresh seeds alone": conf.text(), "final word": final_word(conf)})
+    columns = ["claim", "exploration: seeds 0-2", "confirmation: fresh seeds alone", "final word"]
+    return pd.DataFrame(rows, columns=columns).set_index("claim")
 
 
 def table(results_dir=None) -> str:

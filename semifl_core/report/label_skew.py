@@ -17,7 +17,7 @@ from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
 from .claims import INTERVAL, Takeaway, claims as make_claims
 from . import configs
 from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_IID_CHECK, PART3_LONG_PARTITIONS,
-                      PART3_LONG_REGARDLESS, PART3_REMEDIES, REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
+                      NO_GLOBAL_MOMENTUM, PART3_LONG_REGARDLESS, PART3_REMEDIES, REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
 from .rule import (ONE_SEED_LESS, above, at_least, at_planned, family, loss_ruled_out, one_seed_less,
                    read_as_not_worse, separation, upper_end)
@@ -277,12 +277,18 @@ def committed_part3_long_table(p, ds, n, gate_profile="small", results_dir=None)
     return part3_long_table(pd.concat(long, ignore_index=True) if long else judges.iloc[:0], judges, planned)
 
 
+PART3_IID_SENT = (NO_GLOBAL_MOMENTUM,)   # sent to IID on 2026-11-29 (held above Partially Supervised at n=8 then)
+
+
 def part3_iid_plan(long_table: pd.DataFrame) -> list[str]:
     """The remedies part 3's rule, fixed before its runs, sends to IID at `long`: those held above Partially
-    Supervised under Non-IID K=2 there (a remedy must not lose what SemiFL gains under IID)."""
+    Supervised under Non-IID K=2 there (a remedy must not lose what SemiFL gains under IID). The rule read the seed
+    plan's eight seeds, which are no confirmation (docs/verdicts.md): the remedy it sent then (PART3_IID_SENT) keeps
+    its IID check, and a remedy now held at seeds 0-2 joins it."""
     k2 = PART3_NAMES[SKEW_PARTITION]
-    return [r for (r, part), row in long_table.iterrows()
+    held = [r for (r, part), row in long_table.iterrows()
             if part == k2 and str(row["vs Partially Supervised"]) == "held"]
+    return [r for r in PART3_REMEDIES if r in PART3_IID_SENT or r in held]
 
 
 def part3_iid_table(iid: pd.DataFrame, judges: pd.DataFrame, remedies) -> pd.DataFrame:

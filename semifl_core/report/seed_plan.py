@@ -100,7 +100,14 @@ def _planned(results_dir=None) -> dict:
 
 
 def planned_seeds(a: Config, b: Config, results_dir=None) -> tuple:
-    """The seeds a claim 'a above b' is judged at: 0 to n-1 when the plan gave it n seeds, else PLANNED_FROM."""
+    """The seeds a claim 'a above b' is judged at: PLANNED_FROM, its exploration, for every claim. The seeds this plan
+    added were chosen after seeds 0-2 had been seen, so they cannot decide it: a claim the plan decided is decided by
+    its confirmation on fresh seeds (report.confirmation), which its notebook and the README show beside it."""
+    return PLANNED_FROM
+
+
+def added_seeds(a: Config, b: Config, results_dir=None) -> tuple:
+    """The seeds the plan gave a claim 'a above b' (0 to n-1; PLANNED_FROM where it gave none): its runs, committed."""
     return _planned(results_dir).get((a.replace(seed=0).key(), b.replace(seed=0).key()), PLANNED_FROM)
 
 
