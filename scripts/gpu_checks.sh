@@ -2,40 +2,30 @@
 # The GPU checks of the speed work as one device call on an H100 or H200 that ends by 8 minutes whatever parts are
 # named (END_S, 465 s from its start: each part gets the time it asks for or what is left, whichever is less, and a
 # part with less than its minimum left is skipped and says so), leaving the rest of a 15-minute lease for a rerun of
-# the part that failed (PARTS picks them). Parts, in the order they run (most seconds / fewest to start):
-#   graphs every client its own CUDA graph on its own stream against the vmap step, 10 and 40 clients, fp32 and bf16
-#          NHWC (scripts/client_graphs_probe.py; 150 / 60 s); its rule is in BENCHMARKS.md, written before it ran
-#   tests  the CUDA tests of the engine: with TESTS=all first every one but compile's (graphs equal eager, captured
-#          once per run, masked steps, the fused step, bf16; 70 / 30 s), then the compile tests (140 / 60 s)
-#   tau0   whole tau-0 `paper` rounds at E=5: the default, +client_streams, +wide_passes and +compile ($TAU0;
-#          scripts/gpu_step_probe.py --rounds; 200 / 45 s); +client_streams only if its CUDA test passed in this call; a variant with compile runs only if the compile tests passed in this call and 150 s are left,
-#          one with fused only if the TESTS=all tests passed; scripts/choose_switches.py applies the written rules to
-#          them (each switch at most 0.90 of the default's round)
-#   procs  runs an hour with 3 runs sharing the GPU against 1 (scripts/gpu_procs.py: tau-0 rounds of the default, the
-#          processes timing together behind a barrier; 140 / 110 s)
-#   step   (only when named) one WRN-28-2 on 200 images and the fused client step at 10-80 clients
-#          (scripts/gpu_step_probe.py --fused; 110 / 60 s)
-#   real   (only when named) real `paper` rounds on Fashion-MNIST at tau 0.95 with the variant the rule chose, until
-#          END_S (60 s at least); the only part that reads data files: carry .gl-data (scripts/bench_gpu.py says how
-#          to make it), or it is skipped
-# The default parts read no data (the tests and the tau-0 rounds make their own random images), so carry nothing:
+# the part that failed (PARTS picks them). Parts, in the order they run:
+#   graphs every client its own CUDA graph on its own stream against the vmap step, 10 and 40 clients, fp32 (and the
+#          per-client graphs alone in bf16: vmap(grad) fails under autocast), a row written as it is measured
+#          (scripts/client_graphs_probe.py; 150 / 60 s); its rule is in BENCHMARKS.md
+#   tests  the engine's CUDA tests: with TESTS=all first every one but compile's (graphs equal eager, captured once
+#          per run, masked steps, bf16; 70 / 30 s), then compile's own tests (140 / 60 s)
+#   tau0   whole tau-0 `paper` rounds at E=5: the default, +wide_passes and +compile ($TAU0;
+#          scripts/gpu_step_probe.py --rounds; 200 / 45 s); +compile only if compile's own tests passed in this call
+#          and 150 s are left; gpu_step_probe.py --choose applies the written rules to them (compile: at most 0.90
+#          of the default's round; wide_passes: its evaluation phase at most 0.80 of the default's)
+# They read no data (the tests and the tau-0 rounds make their own random images), so carry nothing:
 #     command: bash scripts/gpu_checks.sh                                               timeout_s: 540
-#     real rounds too:  PARTS="tests tau0 real" bash scripts/gpu_checks.sh    carry: [".gl-data"]    timeout_s: 540
 #     its plumbing on a CPU (tiny sizes, no CUDA): SMOKE=1 PY=.venv/bin/python bash scripts/gpu_checks.sh
 # Every part runs under `timeout -k 10` (a run's stop handler takes SIGTERM; SIGKILL follows 10 s later, counted in
-# its share). What it keeps is in $OUT, flat, at most 6 files whatever parts are named (the device tool brings back
-# 8): checks.log (this script's own lines), parts.log (every part's output, one after another, the tests' included)
-# and one file per part that writes one: graphs.md, tau0.json, procs.json, step.json, real.json.
+# its share). What it keeps is in $OUT, flat, at most 4 files (the device tool brings back 8): checks.log (this
+# script's own lines), parts.log (every part's output, one after another, the tests' included), graphs.md, tau0.json.
 set -u
 PY=${PY:-python3}   # a device machine has no venv: its python3 has torch
 SM=${SMOKE:+--smoke}
 cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/gpu-checks}
-PARTS=${PARTS:-graphs tests tau0}     # procs, step and real: name them to add them (step and real measured 2026-11-28)
+PARTS=${PARTS:-graphs tests tau0}
 TESTS=${TESTS:-compile}               # the compile tests alone (the others passed on 2026-11-28); all: every one
-TAU0=${TAU0:-default,+client_streams,+wide_passes,+compile}   # +fused failed its rule on 2026-11-28 (0.92 of
-                                      # the default's round); +client_streams and +wide_passes: rules 10 and 9 of
-                                      # BENCHMARKS.md (its round; its evaluation phase)
+TAU0=${TAU0:-default,+wide_passes,+compile}   # the fused step and client_streams left the package on 2026-12-01
 END=${END_S:-465}                     # every part has ended by then (seconds from the start); the rule's 10 s after
                                       # tau0 and the closing lines end before 480 s
 TMP=$(mktemp -d)
@@ -75,12 +65,11 @@ if has graphs && budget graphs 150 60; then
 fi
 if has tests; then
   if [ "$TESTS" = all ] && budget tests-cuda 70 30; then
-    part tests-cuda "$LIMIT" $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider \
-      -k "(cuda or masked or kept or fused) and not compil"
+    part tests-cuda "$LIMIT" $PY -m pytest -q tests/test_speed.py -p no:cacheprovider \
+      -k "(cuda or masked or kept) and not compil"
   fi
   if budget tests-compile 140 60; then
-    part tests-compile "$LIMIT" $PY -m pytest -q tests/test_speed.py tests/test_fused.py -p no:cacheprovider \
-      -k "(compil or streams) and cuda"
+    part tests-compile "$LIMIT" $PY -m pytest -q tests/test_speed.py -p no:cacheprovider -k "compil and cuda"
   fi
   say "tests: $(last tests-cuda) | compile: $(last tests-compile) (exit ${RC[tests-compile]:-none})"
 fi
@@ -89,9 +78,8 @@ if has tau0; then
   V=default   # the default, then each of $TAU0's variants whose switches passed their CUDA tests in this call
   for v in ${TAU0//,/ }; do
     if [ "$v" = default ]; then continue
-    elif [[ $v == *compile* || $v == *client_streams* ]] && ! passed tests-compile; then
-      say "tau0: $v left out: no passed compile and streams tests"
-    elif [[ $v == *fused* ]] && ! passed tests-cuda; then say "tau0: $v left out: no passed fused tests (TESTS=all)"
+    elif [[ $v == *compile* ]] && ! passed tests-compile; then
+      say "tau0: $v left out: compile's own tests did not pass in this call"
     else V="$V,$v"; fi
   done
   if budget tau0 "${TAU0_S:-200}" 45; then
@@ -101,34 +89,12 @@ if has tau0; then
     fi
     part tau0 "$LIMIT" env OUT="$TMP/tau0" $PY scripts/gpu_step_probe.py --rounds --variants "$V" $SM
     cp "$TMP/tau0/rounds.json" "$OUT/tau0.json" 2>/dev/null
-    for t in tests-compile tests-cuda; do   # the rule counts a switch's tests not run here as not passed
-      [ -f "$TMP/$t.out" ] || echo "($t: not run in this call)" > "$TMP/$t.out"
-    done
-    VARIANT=$(timeout 10 $PY scripts/choose_switches.py "$TMP/tau0.out" compile="$TMP/tests-compile.out" \
-              fused="$TMP/tests-cuda.out" client_streams="$TMP/tests-compile.out" 2> "$TMP/rule.txt")
-    { echo "===== rule (scripts/choose_switches.py)"; cat "$TMP/rule.txt"; } >> "$OUT/parts.log"
-    say "tau0 ($V, exit ${RC[tau0]}); rule: $(tr '\n' ' ' < "$TMP/rule.txt")-> real rounds with: ${VARIANT:=default}"
-  fi
-fi
-if has procs && budget procs 140 110; then   # one process gets L s, three 5/3 L: 8/3 L in all, and 10 s to spare
-  part procs "$LIMIT" env OUT="$TMP/procs" $PY scripts/gpu_procs.py --procs 1,3 --limit $(( (LIMIT - 10) * 3 / 8 )) $SM
-  cp "$TMP/procs/procs.json" "$OUT/procs.json" 2>/dev/null
-  say "procs (exit ${RC[procs]}): $(grep process "$TMP/procs.out" | tr '\n' ' ')"
-fi
-if has step && budget step 110 60; then
-  part step "$LIMIT" env OUT="$TMP/step" $PY scripts/gpu_step_probe.py --fused --deadline $(( LIMIT - 15 )) $SM
-  cp "$TMP/step/fused.json" "$OUT/step.json" 2>/dev/null   # a kill before the json: parts.log keeps its rows
-  say "step (exit ${RC[step]})"
-fi
-if has real; then
-  if [ -z "${SMOKE:-}" ] && ! ls .gl-data/FashionMNIST/raw/*.gz /usr/share/datasets/fashion-mnist/*.gz >/dev/null 2>&1
-  then
-    say "real: skipped: no Fashion-MNIST here (carry .gl-data; scripts/bench_gpu.py says how to make it)"
-  elif budget real 100000 60; then   # all that is left: the run stops itself 30 s before the limit, after a round
-    part real "$LIMIT" env OUT="$TMP/real" $PY scripts/gpu_real_rounds.py --variant "$VARIANT" $SM \
-      --minutes "$(awk "BEGIN { print ($LIMIT - 30) / 60 }")"
-    cp "$TMP/real/rounds.json" "$OUT/real.json" 2>/dev/null
-    say "real (exit ${RC[real]}): $(tail -1 "$TMP/real.out")"
+    # the rule counts compile's tests not run here as not passed
+    [ -f "$TMP/tests-compile.out" ] || echo "(tests-compile: not run in this call)" > "$TMP/tests-compile.out"
+    VARIANT=$(timeout 10 $PY scripts/gpu_step_probe.py --choose "$TMP/tau0.out" compile="$TMP/tests-compile.out" \
+              2> "$TMP/rule.txt")
+    { echo "===== rule (scripts/gpu_step_probe.py --choose)"; cat "$TMP/rule.txt"; } >> "$OUT/parts.log"
+    say "tau0 ($V, exit ${RC[tau0]}); rule: $(tr '\n' ' ' < "$TMP/rule.txt")-> the variant the rules choose: ${VARIANT:=default}"
   fi
 fi
 # at most 8 files come back: past checks.log, parts.log and 6 others (never, with these parts), the rest is

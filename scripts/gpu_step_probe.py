@@ -1,8 +1,7 @@
 """Where the vectorized client step's time goes on a GPU, and which way of computing it is fastest (a
 follow-up to the H100 measurement of make bench-gpu, which left the client step at about 10 % of FP32 peak and
 guessed grouped convolutions).
-BENCHMARKS.md "The client step on an H200" has what its four modes measured; docs/gpu-runs/h200-2026-11-27/ the
-outputs.
+BENCHMARKS.md has what its four modes measured on an H200 (2026-11-27).
 
 Default mode: the `paper` profile's step alone (WRN-28-2, CIFAR-10-shaped random images): n clients, each with its
 own weights and a batch of b=10 images, two forwards a step as SemiFL's client loss (the fix batch and the mix
@@ -24,7 +23,7 @@ of the vmap and loop steps.
                cut to 2 and 24 steps, the replay of its captured step alone, profiler tables of an eager call
     --rounds   whole `paper` rounds at the profile's E=5, tau 0 (label ratio 1), per Speed variant (--variants);
                with --barrier DIR --parties N it waits, after its warm-up, until N processes have reached that
-               point (scripts/gpu_procs.py: runs sharing a GPU start their timed rounds together)
+               point (runs sharing a GPU start their timed rounds together)
     --compile  torch.compile of the vmap and batch steps, captured, beside the eager-captured ones
 
 Device call, from the repository root: `python3 scripts/gpu_step_probe.py [--engine | --rounds | --compile]` (each
@@ -35,7 +34,6 @@ CUDA).
 from __future__ import annotations
 
 import argparse
-import copy
 import dataclasses
 import json
 import os
@@ -338,8 +336,7 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
             speed = speeds[v]
             if dev.type != "cuda":   # smoke: the same code paths without CUDA
                 speed = dataclasses.replace(speed, cuda_graphs=False, sbn_one_pass=False)
-            # client_streams trains in the sequential engine (each client its own captured step and stream)
-            exp = Experiment(cfg.replace(engine="sequential") if speed.client_streams else cfg, data, dev, speed)
+            exp = Experiment(cfg, data, dev, speed)
             model = copy.deepcopy(start.model)
             graphs.clear()   # this variant's captured steps: made in the warm-up, replayed in the timed rounds
             with bench.short_client_training(exp, dev, through_partial=True):   # compiled: recompiles on call 2
@@ -374,113 +371,77 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     return rows
 
 
-def fused_probe(log, dev="cuda", deadline: float = 95.0, start: float | None = None) -> list[dict]:
-    """The device call's "step" part (BENCHMARKS.md, "The step changed"): (b) one WRN-28-2 on 200 CIFAR-shaped images
-    (SemiFL's fix and mix batches, two CEs), TF32 NCHW against bf16 channels_last, eager and compiled, captured; (c)
-    the engine's fused one-pass client step (Speed.fused, SemiFL's client loss, E=1 tasks of full batches) at 10, 20,
-    40 and 80 clients, fp32 and bf16, eager and compiled, captured: the replay time of its full step, and runs an hour
-    per client count relative to 10 clients (the stacked-seeds rule: 4 t(10) / t(40) >= 1.3). Each row is saved as it
-    comes; what the deadline cuts is marked skipped. `--smoke`: tiny sizes on the CPU, no graphs."""
-    import dataclasses as dc
+# ---------------------------------------------------------------------- the written rules (--choose)
+# The rules of BENCHMARKS.md, applied to a rounds probe's rows, fixed before the rows exist: compile (torch.compile of
+# the vectorized step) becomes part of the default when its own CUDA tests passed and its whole tau-0 `paper` rounds
+# (median) take at most 0.90 of the default's; wide_passes joins when its median evaluation phase (time_sbn +
+# time_eval) takes at most 0.80 of the default's and its median round no more than the default's (its float path is
+# tested on the CPU; no CUDA tests of its own). masked_steps was decided on an H200 on 2026-11-28 and is part of the
+# default since. Prints the variant (`default`, `default+compile`, ...) on stdout and the reasoning on stderr.
+#
+#     python3 scripts/gpu_step_probe.py --choose ROUNDS_LOG compile=TESTS_LOG
+# ROUNDS_LOG holds `ROW {json}` lines from `gpu_step_probe.py --rounds`; each TESTS_LOG the pytest output of that
+# switch's CUDA tests (a log with no pytest summary line, or with a FAILED or ERROR line, counts as failed).
+# the most a switch's median round may take, as a share of the default's
+RULE = {"compile": 0.90}
+# the most a switch's median phase may take, as a share of the default's (its round: at most the default's)
+PHASE_RULE = {"wide_passes": (("time_sbn", "time_eval"), 0.80)}
 
-    import numpy as np
 
-    from semifl_core.engine import Speed, VectorizedEngine
-    from semifl_core.methods import semifl
-    from semifl_core.tasks import make_tasks
-    dev = torch.device(dev)
-    cuda = dev.type == "cuda"
-    start = time.monotonic() if start is None else start
-    rows = []
-    cfg = profile("paper") if cuda else profile("smoke")
-    model = make_model(cfg, 3).to(dev)
-
-    def late(variant):
-        if time.monotonic() - start > deadline:
-            rows.append({"variant": variant, "note": "skipped: deadline"})
-            return True
-        return False
-
-    # (b) one network on 200 images
-    x = torch.randn(200, 3, 32, 32, device=dev)
-    y = torch.randint(0, 10, (200,), device=dev)
-    for cl, bf16, compiled in ((False, False, False), (True, True, False), (True, True, True)):   # TF32 compiled: 2026-11-27
-        variant = f"one WRN on 200: {'bf16 NHWC' if bf16 else 'TF32 NCHW'}{', compiled' if compiled else ''}"
-        if late(variant):
-            continue
-        m = copy.deepcopy(model).to(memory_format=torch.channels_last if cl else torch.contiguous_format)
-        xx = x.contiguous(memory_format=torch.channels_last) if cl else x
-        params = list(m.parameters())
-        out = [torch.zeros_like(p) for p in params]
-
-        def step():
-            with torch.autocast(dev.type, torch.bfloat16, enabled=bf16, cache_enabled=False):
-                a, b = m(xx[:100]), m(xx[100:])
-            loss = F.cross_entropy(a.float(), y[:100]) + F.cross_entropy(b.float(), y[100:])
-            for o, g in zip(out, torch.autograd.grad(loss, params)):
-                o.copy_(g)
-            return out
-        t = time.monotonic()
-        try:
-            fn = torch.compile(step) if compiled else step
-            if cuda:
-                g, _ = captured(fn)
-                ms = time_replays(g)
-            else:
-                fn()
-                t1 = time.perf_counter()
-                fn()
-                ms = 1e3 * (time.perf_counter() - t1)
-            rows.append({"variant": variant, "step_ms": ms, "img_s": 200 / ms * 1e3, "measure_s": time.monotonic() - t})
-        except Exception as err:
-            rows.append({"variant": variant, "note": f"failed: {type(err).__name__}: {' '.join(str(err).split())[:160]}"})
-        log(rows[-1])
-    # (c) the fused client step of the engine
-    rng, gen = np.random.default_rng(0), torch.Generator(dev).manual_seed(0)
-    n_img = 20 if cuda else 4
-    base = dc.replace(Speed.default(dev), fused=True)
-    # most informative first (the deadline cuts the tail): eager fp32 at every size, then bf16 and compiled at 10
-    # and 40 clients (the stacked-seeds rule), then the rest
-    ks = (10, 20, 40, 80) if cuda else (2, 4)
-    first = [(False, False, k) for k in ks] + [(c, b, k) for c, b in ((False, True), (True, False), (True, True))
-                                                 for k in (ks[0], ks[2 if cuda else 1])]
-    order = first + [(c, b, k) for c in (False, True) for b in (False, True) for k in ks if (c, b, k) not in first]
-    for compiled, bf16, k in order:
-        variant = f"fused step, {k} clients, {'bf16' if bf16 else 'fp32'}{', compiled' if compiled else ''}"
-        if late(variant):
-            continue
-        specs = [{"x": torch.randint(0, 255, (n_img * 10 if cuda else 10, 3, 32, 32), dtype=torch.uint8,
-                                     device=dev),
-                  "y": torch.randint(0, 10, (n_img * 10 if cuda else 10,), device=dev)} for _ in range(k)]
-        for sp in specs:
-            sp.update(x_mix=sp["x"], y_mix=sp["y"])
-        tasks = make_tasks(specs, cfg.client_batch, 1.0, rng, gen, flip=True, view="strong", mix_alpha=0.75)
-        speed = dc.replace(base, bf16=bf16, compile=compiled)
-        engine = VectorizedEngine(cfg, (0.5,) * 3, (0.25,) * 3, speed)
-        t = time.monotonic()
-        try:
-            with captured_steps() as graphs:
-                engine.train(model, tasks, semifl.semifl_client_loss(cfg), 0.03, [None] * k)
-            row = {"variant": variant, "clients": k, "bf16": bf16, "compiled": compiled}
-            if cuda and graphs and graphs[0].graph is not None:
-                row["step_ms"] = time_replays(graphs[0].graph)
-                row["client_img_s"] = k * 20 / row["step_ms"] * 1e3
-            row["measure_s"] = time.monotonic() - t
-            rows.append(row)
-        except Exception as err:
-            rows.append({"variant": variant, "note": f"failed: {type(err).__name__}: "
-                         f"{' '.join(str(err).split())[:160]}"})
-        log(rows[-1])
-        if cuda:
-            torch.cuda.empty_cache()
-    ten = {(r["bf16"], r["compiled"]): r["step_ms"] for r in rows if r.get("clients") == 10 and "step_ms" in r}
+def choose(rows: list[dict], tests: dict[str, str]) -> tuple[str, list[str]]:
+    """The variant the real rounds run with, and why: each switch of RULE measured against the default."""
+    by = {}
     for r in rows:
-        if "step_ms" in r and (r.get("bf16"), r.get("compiled")) in ten and r.get("clients"):
-            r["runs_h_vs_10"] = r["clients"] / 10 * ten[(r["bf16"], r["compiled"])] / r["step_ms"]
-    return rows
+        by.setdefault(r["variant"], []).append(r["round_s"])
+    why, chosen = [], []
+    if "default" not in by:
+        return "default", ["no default rounds: nothing to compare with, the default stays"]
+    base = statistics.median(by["default"])
+    for switch, share in RULE.items():
+        rounds, log = by.get("+" + switch), tests.get(switch, "")
+        tests_ran = " passed" in log or " failed" in log
+        failed = [ln for ln in log.splitlines() if ln.startswith(("FAILED", "ERROR"))]
+        if not rounds:
+            why.append(f"{switch}: not measured (no rounds), stays off")
+        elif not tests_ran or failed:
+            why.append(f"{switch}: CUDA tests {'did not finish' if not tests_ran else 'failed: ' + failed[0]}, "
+                       "stays off")
+        else:
+            med = statistics.median(rounds)
+            ok = med <= share * base
+            why.append(f"{switch}: median round {med:.2f} s vs default {base:.2f} s ({med / base:.3f}; the rule "
+                       f"asks <= {share:.2f}): {'on' if ok else 'off'}")
+            chosen += [switch] if ok else []
+    for switch, (phases, share) in PHASE_RULE.items():
+        mine = [r for r in rows if r["variant"] == "+" + switch]
+        if not mine:
+            why.append(f"{switch}: not measured (no rounds), stays off")
+            continue
+        phase = lambda rs: statistics.median(sum(r.get(p, 0.0) for p in phases) for r in rs)  # noqa: E731
+        base_phase = phase([r for r in rows if r["variant"] == "default"])
+        med, med_round = phase(mine), statistics.median(r["round_s"] for r in mine)
+        ok = med <= share * base_phase and med_round <= base
+        why.append(f"{switch}: median {' + '.join(phases)} {med:.3f} s vs default {base_phase:.3f} s "
+                   f"({med / base_phase:.3f}; the rule asks <= {share:.2f}), round {med_round:.2f} s vs {base:.2f} s "
+                   f"(at most the default's): {'on' if ok else 'off'}")
+        chosen += [switch] if ok else []
+    return "default" + "".join("+" + s for s in chosen), why
+
+
+def choose_main(args) -> int:
+    rounds_log, *pairs = args
+    rows = [json.loads(ln[4:]) for ln in open(rounds_log, errors="replace") if ln.startswith("ROW ")]
+    tests = {k: open(v, errors="replace").read() for k, v in (p.split("=", 1) for p in pairs)}
+    variant, why = choose(rows, tests)
+    print("\n".join(why), file=sys.stderr)
+    print(variant)
+    return 0
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--choose"]:
+        return choose_main(argv[1:])
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--smoke", action="store_true", help="tiny sizes on the CPU, eager only (seconds)")
     p.add_argument("--deadline", type=float, default=300.0, help="seconds for everything (default 300)")
@@ -490,14 +451,12 @@ def main(argv=None) -> int:
     p.add_argument("--variants", default="baseline,default", help="--rounds: the Speed variants, comma-separated: "
                    "baseline, default, or default with switches on (default+compile+masked_steps, or +compile)")
     p.add_argument("--barrier", help="--rounds: a folder shared by --parties processes; each waits there after its "
-                   "warm-up until all have arrived, then times its rounds (scripts/gpu_procs.py)")
+                   "warm-up until all have arrived, then times its rounds")
     p.add_argument("--parties", type=int, default=1, help="--barrier: how many processes meet there (default 1)")
     p.add_argument("--barrier-timeout", type=float, default=60.0, help="--barrier: seconds to wait before timing "
                    "alone, which the rows then say (default 60)")
     p.add_argument("--compile", action="store_true", help="only torch.compile (inductor) of the vmap and batch steps, "
                    "captured, beside the eager-captured ones")
-    p.add_argument("--fused", action="store_true", help="only one WRN on 200 images and the fused client step at "
-                   "10-80 clients, fp32 and bf16, eager and compiled, captured (fused_probe)")
     args = p.parse_args(argv)
     start = time.monotonic()
     rows, texts = [], {}
@@ -514,7 +473,7 @@ def main(argv=None) -> int:
         (out / "probe.md").write_text(table(rows))
         (out / "kernels.txt").write_text("\n\n".join(f"## {k}\n{v}" for k, v in texts.items()))
 
-    if args.smoke and not (args.engine or args.rounds or args.fused):   # CPU: the formulations agree (no graphs)
+    if args.smoke and not (args.engine or args.rounds):   # CPU: the formulations agree (no graphs)
         model, params, buffers, data = setup(3, 2, "cpu", model_name="cnn")
         fns = step_fns(model, params, buffers, data)
         ref = {k: v.clone() for k, v in fns["vmap"]().items()}
@@ -524,14 +483,6 @@ def main(argv=None) -> int:
         save()
         return 0
 
-    if args.fused:
-        rows.extend(fused_probe(log, "cpu" if args.smoke else "cuda", args.deadline, start))
-        texts["fused"] = table(rows)
-        print(texts["fused"])
-        if out is not None:
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "fused.json").write_text(json.dumps(rows, indent=1))
-        return 0
     if args.rounds:
         barrier = (lambda: file_barrier(args.barrier, args.parties, args.barrier_timeout)) if args.barrier else None
         rows.extend(round_compare(log, "cpu" if args.smoke else "cuda", "smoke" if args.smoke else "paper",

@@ -30,10 +30,7 @@ engine hands each model its own. Both engines consume the same tasks, so they tr
 """
 from __future__ import annotations
 
-import contextlib
-import copy
 import math
-import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -42,7 +39,6 @@ from torch.func import functional_call, grad, vmap
 
 from .augment import normalize
 from .errors import ConfigError
-from . import fused
 from .models import valid_samples
 from .net import ClientValues, Net, frozen_names, loss_key
 from .sgd import CapturedStep, FlatModels, clip_coefficients, clip_grads_, sgd_, sgd_update
@@ -79,18 +75,6 @@ class Speed:
                  authors' two calls compute, equal up to float rounding, in half the kernels. Static BN and GroupNorm
                  only (plain BN keeps two forwards). On by default (measured on the CPU: BENCHMARKS.md, "One forward
                  a client step")
-    fused        the vectorized engine's clients run as ONE network (fused.py: grouped convolutions, one batch norm
-                 over every client's channels, a batched classifier, channels_last end to end; torch.autograd, no
-                 vmap), every step padded to the full batch with the clients' masks (as masked_steps), flat SGD in
-                 the same step, which a CUDA graph takes whole. graph_safe losses on static BN or GroupNorm (others
-                 keep the vmap step). Equal up to float rounding (tests/test_fused.py). Default: by the rule in
-                 BENCHMARKS.md ("The fused step")
-    client_streams the sequential engine's clients each with its own model copy, trainer (its full-batch step a CUDA
-                 graph, with cuda_graphs) and CUDA stream, their steps interleaved so that the GPU runs them side by
-                 side: no grouped convolutions, no padding to the longest client. Picks the sequential engine where
-                 Config.engine is "auto". Equal to the sequential engine bit for bit on a CPU (streams are no-ops
-                 there), to float rounding on CUDA. Off by default: rules 7-8 of BENCHMARKS.md ("Per-client graphs on
-                 streams") and the tau-0 rounds of the next device call decide
     wide_passes  the sBN statistics and the evaluation in forwards of sbn.WIDE_IMAGES images (the sBN groups of 250
                  normalised apart, as sbn_one_pass), channels_last, on inference copies of the model: fewer, wider
                  passes where a GPU's memory holds them. Equal up to float rounding. Off by default: its rule is
@@ -108,9 +92,7 @@ class Speed:
     masked_steps: bool = False
     compile: bool = False
     one_forward: bool = False
-    fused: bool = False
     wide_passes: bool = False
-    client_streams: bool = False
 
     @classmethod
     def baseline(cls) -> "Speed":
@@ -134,7 +116,7 @@ class Speed:
         if self.cuda_graphs and not self.sync_free:
             raise ConfigError("cuda_graphs=True: needs sync_free=True (a captured step may not copy from the host); "
                               "allowed with sync_free=False: cuda_graphs=False")
-        for name in ("masked_steps", "compile", "fused"):
+        for name in ("masked_steps", "compile"):
             if getattr(self, name) and not self.flat_sgd:
                 raise ConfigError(f"{name}=True: needs flat_sgd=True (its fixed-shape step updates the flat buffers); "
                                   f"allowed with flat_sgd=False: {name}=False")
@@ -232,8 +214,6 @@ class SequentialEngine:
         given: each task's f.client and f.state (default: its index, none)."""
         dev = next(model.parameters()).device
         speed = (self.speed or Speed.default(dev)).check(dev)
-        if speed.client_streams and losses is None and tasks:
-            return self._train_streams(model, tasks, loss_fn, lr, states, speed, ids, given)
         mean, std = _normalisation(self.mean, self.std, dev, speed)
         start = {k: v.detach().clone() for k, v in model.state_dict().items()}
         names = [n for n, _ in model.named_parameters()]
@@ -265,69 +245,6 @@ class SequentialEngine:
         if step_losses:   # read once (sync_free)
             losses.extend(torch.stack(step_losses).tolist())
         return _stacked(results), new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
-
-    def _train_streams(self, model, tasks, loss_fn, lr, states, speed, ids, given):
-        """Speed.client_streams: every task its own copy of the model, its own trainer (its full-batch step captured
-        once per run, with cuda_graphs) and its own CUDA stream; the tasks' steps interleaved, step s of every task
-        before step s + 1 of any, so that the GPU runs the clients side by side. Each task's arithmetic is train's:
-        equal to it bit for bit where streams are no-ops (a CPU)."""
-        dev = next(model.parameters()).device
-        mean, std = _normalisation(self.mean, self.std, dev, speed)
-        start = {k: v.detach().clone() for k, v in model.state_dict().items()}
-        names = [n for n, _ in model.named_parameters()]
-        lanes = self._lanes(model, loss_fn, lr, speed, len(tasks))
-        main = torch.cuda.current_stream(dev) if dev.type == "cuda" else None
-        for i, ((copy_, trainer, stream), state) in enumerate(zip(lanes, states)):
-            copy_.load_state_dict(start)
-            copy_.train()
-            trainer.set_start({n: start[n] for n in names})
-            trainer.begin(state)
-            trainer.set_client(ids[i] if ids is not None else i, given[i] if given is not None else {})
-            if stream is not None:
-                stream.wait_stream(main)   # the tasks' images and the weights were written on the main stream
-        stats = [None] * len(tasks)
-        for s in range(max(t.steps for t in tasks)):
-            for i, (task, (_, trainer, stream)) in enumerate(zip(tasks, lanes)):
-                if s >= task.steps:
-                    continue
-                with _on(stream):
-                    size = int(task.size[s])
-                    step = trainer.step(model_inputs(task.batch(s, size), mean, std),
-                                        full=size == task.views["x"].shape[1])
-                    stats[i] = step.clone() if stats[i] is None else stats[i] + step
-        for _, _, stream in lanes:
-            if stream is not None:
-                main.wait_stream(stream)
-        return (_stacked([_trained(copy_, names) for copy_, _, _ in lanes]),
-                [trainer.momentum(state) for (_, trainer, _), state in zip(lanes, states)], torch.stack(stats).cpu())
-
-    def _lanes(self, model, loss_fn, lr: float, speed, n: int) -> list:
-        """n (model copy, trainer, CUDA stream or None) for client_streams: kept for the next calls with graphs (each
-        lane's captured step reads its copy's memory), made anew otherwise."""
-        dev = next(model.parameters()).device
-        graphs = speed.flat_sgd and speed.cuda_graphs
-        kept = graphs and getattr(loss_fn, "graph_safe", False)
-        if graphs and not kept and "eager" not in self._said:
-            self._said.add("eager")
-            print("semifl: client_streams: the clients' loss is not marked graph_safe; its steps run eagerly on the "
-                  "clients' streams", file=sys.stderr)
-
-        def lane():
-            copy_ = copy.deepcopy(model)
-            trainer = (_ForeachTrainer(self.cfg, copy_, loss_fn, lr, speed, lr_on_device=speed.cuda_graphs)
-                       if speed.flat_sgd else _TorchOptimTrainer(self.cfg, copy_, loss_fn, lr, speed))
-            return copy_, trainer, torch.cuda.Stream(dev) if dev.type == "cuda" else None
-        key = (id(model), loss_key(loss_fn), "lanes")
-        lanes = _keep(self._kept, key, self._kept.get(key) or []) if kept else []
-        if n > len(lanes) and dev.type == "cuda":   # every new lane, kept or not: one line if they cannot fit
-            free, _ = torch.cuda.mem_get_info(dev)
-            check_lanes_fit(n - len(lanes), lane_bytes(model), free)
-        lanes.extend(lane() for _ in range(n - len(lanes)))
-        for _, trainer, _ in lanes[:n] if kept else ():   # kept for the next calls: this call's learning rate, loss
-            trainer.lr.fill_(float(lr))
-            trainer.loss_fn = loss_fn
-        return lanes[:n]
-
 
 class _SequentialTrainer:
     """What both of the sequential engine's trainers share: the Net its loss gets (start weights in static memory),
@@ -458,14 +375,11 @@ class VectorizedEngine:
         plain_bn = any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules())
         masked = speed.masked_steps and graphable and not plain_bn
         ids, given = _per_client(n, dev, ids, given)
-        fused = speed.fused and graphable and not plain_bn and not given   # client state: the vmap step
-        fixed = graphable and (speed.cuda_graphs or speed.compile or masked or fused)
-        key = (id(model), loss_key(loss_fn), n, tuple(sorted(tasks[0].views)), fused,
+        fixed = graphable and (speed.cuda_graphs or speed.compile or masked)
+        key = (id(model), loss_key(loss_fn), n, tuple(sorted(tasks[0].views)),
                tuple((k, v.shape, v.dtype) for k, v in given.items()))
         steps = self._kept.get(key) if fixed else None
-        if steps is None and fused:
-            steps = _FusedSteps(cfg, model, loss_fn, n, dev, speed, self.mean, self.std, start, states, lr, ids)
-        elif steps is None:
+        if steps is None:
             steps = _ClientSteps(cfg, model, loss_fn, n, dev, speed, masked, fixed, self.mean, self.std, start, states,
                                  lr, ids, given)
         else:   # captured in an earlier call: the same memory, new weights, momentum, learning rate, clients
@@ -623,111 +537,11 @@ class _ClientSteps:
         return self.params, self.stats
 
 
-class _FusedNet(Net):
-    """The Net of the fused step: K clients' networks as one (fused.py). Its tensors have a leading client dimension:
-    f(x) takes (K, N, C, H, W) and gives (K, N, classes); f.parts runs its batches in one forward always; f.params
-    are (K, ...), f.start one network's (f.at and f.parts take either)."""
-
-    def __init__(self, model, buffers, params: dict, start: dict, bf16: bool, ids: torch.Tensor):
-        self._model, self._buffers, self._bf16 = model, buffers, bf16
-        self._k = next(iter(params.values())).shape[0]
-        super().__init__(lambda x: self.parts(x)[0], params, start, lambda w, x: self.parts(x, weights=w)[0], True,
-                         client=ids)
-
-    def parts(self, *xs, weights: dict | None = None) -> tuple:
-        w = self.params if weights is None else weights
-        name, v = next(iter(w.items()))
-        if v.dim() < self.params[name].dim():   # one network's weights (f.start): every client's
-            w = fused.stacked(w, self._k)
-        return fused.fused_logits(self._model, w, self._buffers, xs, self._bf16)
-
-
-class _FusedSteps:
-    """The vectorized engine's steps with Speed.fused: every step of every client is one fixed-shape step of one fused
-    network (fused.py), padded to the full batch with each client's mask of real samples, a client out of steps masked
-    (not updated); gradients by torch.autograd on the flat parameters (FlatModels), then clipping, SGD and momentum on
-    the flat buffers. With Speed.cuda_graphs the whole step is captured once per run (Speed.compile: compiled first)."""
-
-    def __init__(self, cfg, model, loss_fn, n, dev, speed, mean, std, start, states, lr, ids):
-        self.cfg, self.model, self.loss_fn, self.n, self.dev, self.speed = cfg, model, loss_fn, n, dev, speed
-        self.ids, self.given = ids.clone(), {}   # f.client; no client state (it keeps the vmap step)
-        self.mean, self.std = _normalisation(mean, std, dev, speed)
-        self.buffers = dict(model.named_buffers())
-        self.start = {k: v.detach().clone() for k, v in start.items()}
-        self.flat = FlatModels(start, states, cfg, lr, lr_on_device=speed.cuda_graphs,
-                               frozen=frozen_names(loss_fn, start))
-        self.stats = None
-        step = torch.compile(self.step) if speed.compile else self.step
-        # two fixed shapes: steps where every client still training has a full batch (plain batch norm), and padded
-        # steps where some have a partial one (batch norm over each client's real samples)
-        self.full, self.padded = (CapturedStep(step), CapturedStep(step)) if speed.cuda_graphs else (step, step)
-
-    reset = _ClientSteps.reset
-
-    def step(self, batch: dict, active: torch.Tensor) -> None:
-        """One step of every client (batch: (K, B, ...), in a padded step with "valid" (K, B)); those not in `active`
-        keep their weights."""
-        p = self.flat.p.detach().requires_grad_()
-        f = _FusedNet(self.model, self.buffers, self.flat.views(p), self.start, self.speed.bf16, self.ids)
-        inputs = model_inputs(batch, self.mean, self.std)
-        with valid_samples(inputs.get("valid")):
-            loss, aux = self.loss_fn(f, inputs)
-        g, = torch.autograd.grad(loss.sum(), p)
-        if self.flat.frozen is not None:
-            g = g.masked_fill(self.flat.frozen, 0)
-        with torch.no_grad():
-            self.flat.step_flat(g, active)
-            rows = torch.cat([loss.detach()[:, None], aux.expand(self.n, -1) if aux.dim() == 1 else aux], 1)
-            if self.stats is None:
-                self.stats = torch.zeros_like(rows)
-            self.stats.add_(torch.where(active[:, None], rows, 0))
-
-    def run(self, tasks: list[Task]) -> tuple[dict, torch.Tensor]:
-        stacked = _stack_tasks(tasks)
-        sizes = np.zeros((self.n, max(t.steps for t in tasks)), dtype=np.int64)
-        for i, t in enumerate(tasks):
-            sizes[i, :t.steps] = t.size
-        full_size = tasks[0].views["x"].shape[1]
-        # each step's real samples; a client out of steps keeps a full mask (it is not updated anyway)
-        real = torch.as_tensor(np.where(sizes == 0, full_size, sizes), device=self.dev)
-        valid = torch.arange(full_size, device=self.dev) < real[..., None]            # (n, S, B)
-        actives = torch.as_tensor(sizes > 0, device=self.dev)                          # (n, S)
-        padded = ((sizes > 0) & (sizes < full_size)).any(0)                            # (S,): a partial batch
-        for s in range(sizes.shape[1]):
-            batch = {k: v[:, s] for k, v in stacked.items()}
-            if padded[s]:
-                self.padded(batch={**batch, "valid": valid[:, s]}, active=actives[:, s])
-            else:
-                self.full(batch=batch, active=actives[:, s])
-        return self.flat.params, self.stats
-
-
 def _per_client(n: int, dev, ids: list[int] | None, given: list[dict] | None) -> tuple[torch.Tensor, dict]:
     """The models' client ids as one tensor (default: 0..n-1) and their given tensors stacked by name."""
     ids = torch.as_tensor(list(range(n)) if ids is None else ids, dtype=torch.long).to(dev)
     given = given or [{}] * n
     return ids, {k: torch.stack([g[k] for g in given]) for k in given[0]}
-
-
-# A lane's memory beyond its weights (momentum, start copy, gradients, the captured step's pool of activations), as a
-# multiple of its weights' bytes: an upper guess for batches of 10-64 (WRN-28-2: 6 MB of weights, well under 100 MB of
-# activations at batch 10); check_lanes_fit refuses only what clearly cannot fit.
-LANE_OVERHEAD = 24
-
-
-def lane_bytes(model) -> int:
-    """About what one client_streams lane holds on the GPU: its weights and buffers times (1 + LANE_OVERHEAD)."""
-    weights = sum(t.numel() * t.element_size() for t in [*model.parameters(), *model.buffers()])
-    return weights * (1 + LANE_OVERHEAD)
-
-
-def check_lanes_fit(n: int, per_lane: int, free: int) -> None:
-    """One line, before training, if n new client_streams lanes of per_lane bytes cannot fit in free bytes."""
-    fit = free // max(per_lane, 1)
-    if n > fit:
-        raise ConfigError(f"client_streams=True: {n} clients' streams need about {n * per_lane / 2**30:.1f} GiB and "
-                          f"the GPU has {free / 2**30:.1f} GiB free: about {fit} fit; allowed: at most {fit} clients "
-                          "a round (a lower active_rate), or client_streams=False")
 
 
 def _trained(model, names) -> dict:
@@ -740,11 +554,6 @@ def _trained(model, names) -> dict:
 def _stacked(results: list[dict]) -> dict:
     """The models' weights stacked along a leading model dimension ({} for none)."""
     return {k: torch.stack([r[k] for r in results]) for k in results[0]} if results else {}
-
-
-def _on(stream):
-    """torch.cuda.stream(stream), or nothing for None (a CPU)."""
-    return torch.cuda.stream(stream) if stream is not None else contextlib.nullcontext()
 
 
 def _on_device(arrays: list[np.ndarray], dev, one_copy: bool) -> list[torch.Tensor]:
@@ -769,6 +578,5 @@ def _stack_tasks(tasks: list[Task]) -> dict:
 def make_engine(cfg, mean, std, device_type: str, speed: Speed | None = None):
     """The client engine for this device; speed None: Speed.default(device_type)."""
     speed = Speed.default(device_type) if speed is None else speed
-    vectorized = cfg.resolved_engine(device_type) == "vectorized" and not (speed.client_streams
-                                                                          and cfg.engine == "auto")
+    vectorized = cfg.resolved_engine(device_type) == "vectorized"
     return (VectorizedEngine if vectorized else SequentialEngine)(cfg, mean, std, speed)

@@ -18,7 +18,6 @@ from .augment import normalize
 
 _VALID = None   # the real samples of a padded batch while valid_samples is active (Speed.masked_steps), else None
 _PARTS = 1      # while batch_parts is active: a training batch is that many batches of one size, one after the other
-_FUSED = None   # (K, P) while fused_layout is active: K models' weights stacked, P parts (fused.py)
 
 
 @contextmanager
@@ -61,76 +60,6 @@ def part_batch_norm(x, parts: int, valid, weight, bias, eps: float):
     return ((g - mean) * (torch.rsqrt(var + eps) * weight.view(-1, 1, 1)) + bias.view(-1, 1, 1)).flatten(0, 1)
 
 
-@contextmanager
-def fused_layout(models: int, parts: int = 1):
-    """Within it, the layers below run K = `models` networks of one architecture as one (fused.py): every weight has a
-    leading model dimension (K, ...), and an activation is (N, P*K*C, H, W), channel (p, k, c) holding part p of
-    model k's channel c (P = `parts`: batches that share a model's weights but not its batch statistics). A
-    convolution is one grouped convolution (groups P*K), static BN one batch norm over P*K*C channels (statistics per
-    part, model and channel fall out; valid_samples' mask is then (K, N)), the classifier one batched matmul whose
-    output is (N, P, K, classes). Elementwise layers, pooling and residual sums need nothing: they act per channel."""
-    global _FUSED
-    saved, _FUSED = _FUSED, (models, parts)
-    try:
-        yield
-    finally:
-        _FUSED = saved
-
-
-def _fused_vector(v, parts: int):
-    """A per-model vector (K, C) as the fused layout's (P*K*C,): model k's values for each of the P parts."""
-    return None if v is None else v.unsqueeze(0).expand(parts, *v.shape).reshape(-1)
-
-
-class Conv2d(nn.Conv2d):
-    """nn.Conv2d, and in fused_layout one grouped convolution of every model's (and part's) channels."""
-
-    def forward(self, x):
-        if _FUSED is None:
-            return super().forward(x)
-        k, p = _FUSED
-        w = self.weight.unsqueeze(0).expand(p, *self.weight.shape).reshape(-1, *self.weight.shape[2:])
-        return F.conv2d(x, w, _fused_vector(self.bias, p), self.stride, self.padding, self.dilation,
-                        self.groups * k * p)
-
-
-class Linear(nn.Linear):
-    """nn.Linear, and in fused_layout every model's classifier at once: (N, P*K*F) -> (N, P, K, classes)."""
-
-    def forward(self, x):
-        if _FUSED is None:
-            return super().forward(x)
-        k, p = _FUSED
-        out = torch.einsum("npkf,kof->npko", x.unflatten(1, (p, k, -1)), self.weight)
-        return out if self.bias is None else out + self.bias
-
-
-class GroupNorm(nn.GroupNorm):
-    """nn.GroupNorm, and in fused_layout every model's groups at once (a group's channels are consecutive)."""
-
-    def forward(self, x):
-        if _FUSED is None:
-            return super().forward(x)
-        k, p = _FUSED
-        return F.group_norm(x, self.num_groups * k * p, _fused_vector(self.weight, p), _fused_vector(self.bias, p),
-                            self.eps)
-
-
-def fused_batch_norm(x, valid, weight, bias, eps: float):
-    """Static BN in training mode in fused_layout: each (part, model, channel) normalised by its own batch statistics
-    over the samples where valid (K, N) is True for that model (None: all of them)."""
-    k, p = _FUSED
-    if valid is None:
-        return F.batch_norm(x, None, None, _fused_vector(weight, p), _fused_vector(bias, p), True, 0.0, eps)
-    g = x.unflatten(1, (p * k, -1))                                             # (N, P*K, C, H, W)
-    m = valid.to(x.dtype).T.repeat(1, p)[:, :, None, None, None]                # (N, P*K, 1, 1, 1)
-    count = m.sum(0, keepdim=True) * x.shape[2] * x.shape[3]
-    mean = (g * m).sum(dim=(0, 3, 4), keepdim=True) / count
-    var = ((g - mean).square() * m).sum(dim=(0, 3, 4), keepdim=True) / count
-    scale = torch.rsqrt(var + eps) * _fused_vector(weight, p).view(1, p * k, -1, 1, 1)
-    return ((g - mean) * scale + _fused_vector(bias, p).view(1, p * k, -1, 1, 1)).flatten(1, 2)
-
-
 def masked_batch_norm(x, valid, weight, bias, eps: float):
     """F.batch_norm in training mode with the mean and biased variance over the samples where valid (B,) is True;
     every sample is normalised with them (a padded sample's output is some value its loss then ignores)."""
@@ -160,8 +89,6 @@ class StaticBatchNorm2d(nn.Module):
                 if self.group:
                     return self.grouped(x)
                 self.record.append((x.mean(dim=(0, 2, 3))[None], x.var(dim=(0, 2, 3), unbiased=True)[None]))
-        if _FUSED is not None:
-            return fused_batch_norm(x, _VALID, self.weight, self.bias, self.eps)
         if _VALID is not None or _PARTS > 1:
             return part_batch_norm(x, _PARTS, _VALID, self.weight, self.bias, self.eps)
         return F.batch_norm(x, None, None, self.weight, self.bias, True, 0.0, self.eps)
@@ -181,7 +108,7 @@ def make_norm(kind: str):
     if kind == "sbn":
         return StaticBatchNorm2d
     if kind == "gn":
-        return lambda c: GroupNorm(min(4, c), c)
+        return lambda c: nn.GroupNorm(min(4, c), c)
     if kind == "bn":
         return lambda c: nn.BatchNorm2d(c, momentum=0.1)
     raise ValueError(kind)
@@ -193,10 +120,10 @@ class WideBlock(nn.Module):
     def __init__(self, cin: int, cout: int, stride: int, norm):
         super().__init__()
         self.bn1 = norm(cin)
-        self.conv1 = Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
         self.bn2 = norm(cout)
-        self.conv2 = Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.shortcut = Conv2d(cin, cout, 1, stride, 0, bias=False) if cin != cout else None
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.shortcut = nn.Conv2d(cin, cout, 1, stride, 0, bias=False) if cin != cout else None
 
     def forward(self, x):
         o = F.relu(self.bn1(x))
@@ -210,7 +137,7 @@ class WideResNet(nn.Module):
         n = (depth - 4) // 6
         norm = make_norm(norm)
         widths = [16, 16 * widen, 32 * widen, 64 * widen]
-        self.conv = Conv2d(in_channels, widths[0], 3, 1, 1, bias=False)
+        self.conv = nn.Conv2d(in_channels, widths[0], 3, 1, 1, bias=False)
         blocks = []
         for g, stride in zip(range(3), (1, 2, 2)):
             for i in range(n):
@@ -218,7 +145,7 @@ class WideResNet(nn.Module):
                                         stride if i == 0 else 1, norm))
         self.blocks = nn.Sequential(*blocks)
         self.bn = norm(widths[3])
-        self.fc = Linear(widths[3], num_classes)
+        self.fc = nn.Linear(widths[3], num_classes)
         init_weights(self)
 
     def forward(self, x):
@@ -234,12 +161,12 @@ class SmallCNN(nn.Module):
         norm = make_norm(norm)
         layers, cin = [], in_channels
         for i, w in enumerate(widths):
-            layers += [Conv2d(cin, w, 3, 1, 1, bias=False), norm(w), nn.ReLU()]
+            layers += [nn.Conv2d(cin, w, 3, 1, 1, bias=False), norm(w), nn.ReLU()]
             if i < len(widths) - 1:
                 layers.append(nn.MaxPool2d(2))
             cin = w
         self.features = nn.Sequential(*layers)
-        self.fc = Linear(cin, num_classes)
+        self.fc = nn.Linear(cin, num_classes)
         init_weights(self)
 
     def forward(self, x):
@@ -255,13 +182,13 @@ class ResNet9(nn.Module):
         norm = make_norm(norm)
 
         def block(cin, cout, pool=False):
-            layers = [Conv2d(cin, cout, 3, 1, 1, bias=False), norm(cout), nn.ReLU()]
+            layers = [nn.Conv2d(cin, cout, 3, 1, 1, bias=False), norm(cout), nn.ReLU()]
             return nn.Sequential(*layers, *([nn.MaxPool2d(2)] if pool else []))
         self.prep = block(in_channels, 64)
         self.layer1, self.res1 = block(64, 128, pool=True), nn.Sequential(block(128, 128), block(128, 128))
         self.layer2 = block(128, 256, pool=True)
         self.layer3, self.res3 = block(256, 512, pool=True), nn.Sequential(block(512, 512), block(512, 512))
-        self.fc = Linear(512, num_classes)
+        self.fc = nn.Linear(512, num_classes)
         init_weights(self)
 
     def forward(self, x):

@@ -1,8 +1,8 @@
-"""What a loss function is given and what it uses, whichever engine runs it (engine.py, fused.py).
+"""What a loss function is given and what it uses, whichever engine runs it (engine.py).
 
 A loss is `loss_fn(f, b) -> (loss, counts)`: f the network being trained (a `Net`), b one step's batch. A loss reduces
-over the last, sample dimension (`batch_mean`, `batch_ce`, `sample_ce`), so that the fused step can give every tensor
-a leading client dimension; `graph_safe` marks one that a CUDA graph (and the fused step) can take, `frozen` one that
+over the last, sample dimension (`batch_mean`, `batch_ce`, `sample_ce`), so that a tensor may carry leading model
+dimensions; `graph_safe` marks one that a CUDA graph can take, `frozen` one that
 leaves some parameters untrained. docs/adding_a_method.md walks through writing one.
 """
 from __future__ import annotations
@@ -76,7 +76,7 @@ class ClientValues(dict):
 
 def sq_distance(a: dict, b: dict) -> torch.Tensor:
     """||a - b||^2 over every tensor of b, per model: a scalar, or one per leading model index where a's tensors have
-    one that b's do not (the fused step's f.params against f.start). E.g. FedProx's (mu / 2) sq_distance(f.params,
+    one that b's do not (stacked models' weights against one start). E.g. FedProx's (mu / 2) sq_distance(f.params,
     f.start)."""
     return sum((a[k] - v).pow(2).flatten(a[k].dim() - v.dim()).sum(-1) for k, v in b.items())
 
@@ -128,7 +128,7 @@ class Net:
 
 def batch_mean(v: torch.Tensor, b: dict) -> torch.Tensor:
     """The mean of per-sample values v (..., B) over the step's real samples: all of them, or those b["valid"] marks;
-    one mean per leading index (the fused step's models)."""
+    one mean per leading index (stacked models)."""
     if "valid" not in b:
         return v.mean(-1)
     m = b["valid"].to(v.dtype)

@@ -127,9 +127,9 @@ def _script(name: str):
 
 
 def test_the_switch_rule_turns_compile_on_only_under_its_share_with_its_tests_passing():
-    """scripts/choose_switches.py, the rule that makes compile a default: median round <= 0.90 of the default's, and
+    """scripts/gpu_step_probe.py --choose, the rule that makes compile a default: median round <= 0.90 of the default's, and
     its CUDA tests finished without a failure; otherwise the default stays."""
-    mod = _script("choose_switches")
+    mod = _script("gpu_step_probe")
     rows = [{"variant": "default", "round_s": s} for s in (8.0, 8.2)]
     passed = {"compile": "2 passed in 40.0s"}
     fast = [{"variant": "+compile", "round_s": s} for s in (9.9, 7.1, 7.2)]   # the first round still compiles
@@ -142,29 +142,15 @@ def test_the_switch_rule_turns_compile_on_only_under_its_share_with_its_tests_pa
 
 
 def test_the_phase_rule_turns_wide_passes_on_only_when_its_evaluation_phase_is_under_its_share():
-    """scripts/choose_switches.py, rule 9: wide_passes joins when its median time_sbn + time_eval is at most 0.80 of
+    """scripts/gpu_step_probe.py --choose, rule 9: wide_passes joins when its median time_sbn + time_eval is at most 0.80 of
     the default's and its median round no longer than the default's."""
-    mod = _script("choose_switches")
+    mod = _script("gpu_step_probe")
     rows = [{"variant": "default", "round_s": s, "time_sbn": 0.0, "time_eval": 0.66} for s in (5.0, 5.1)]
     wide = lambda ev, r: [{"variant": "+wide_passes", "round_s": r, "time_sbn": 0.0, "time_eval": ev}]  # noqa: E731
     assert mod.choose(rows + wide(0.50, 4.9), {})[0] == "default+wide_passes"   # 0.76
     assert mod.choose(rows + wide(0.55, 4.9), {})[0] == "default"               # 0.83
     assert mod.choose(rows + wide(0.50, 5.2), {})[0] == "default"               # its round longer
     assert mod.choose(rows, {})[0] == "default"                                 # not measured
-
-
-def test_partial_steps_counts_the_steps_the_graph_cannot_take():
-    """scripts/partial_steps.py: a step counts when any client trains on a partial batch there (not when a client has
-    run out of steps: the graph masks it), and its simulated epochs have the batch sizes tasks.epoch_batches gives."""
-    import numpy as np
-
-    from semifl_core.tasks import epoch_batches
-    mod = _script("partial_steps")
-    sizes = [np.array([10, 10, 3, 10, 10, 3]), np.array([10, 4, 10, 4]), np.array([10, 10])]
-    assert mod.partial_share(sizes, 10) == (4, 6)          # steps 2, 3, 4 and 6 (1-based); client 3's end is masked
-    for n in (7, 40, 463):
-        lens = [len(b) for b in epoch_batches(n, 10, 5, np.random.default_rng(0))]
-        assert lens == mod.epoch_sizes(n, 10, 5).tolist()
 
 
 def test_the_device_script_in_smoke_mode_prints_one_table_and_goes_on_without_fashion_mnist(tmp_path):

@@ -340,71 +340,13 @@ def test_wide_passes_equal_the_default_passes_and_leave_the_model_as_it_was(make
     assert passes.evaluate(st.model) == acc and 10 < acc < 100
 
 
-# ---------------------------------------------------------------------- every client its own stream
-@pytest.mark.parametrize("kind", list(LOSSES))
-def test_client_streams_train_as_the_sequential_engine_bit_for_bit_on_a_cpu(kind):
-    """Speed.client_streams: each client its own model copy, trainer and (on CUDA) stream, the clients' steps
-    interleaved; on a CPU the streams are no-ops and each client's arithmetic is the sequential engine's, so weights,
-    momentum and stats are equal bit for bit (unequal step counts and partial batches included)."""
-    speed = Speed.default("cpu")
-    ref = _train(SequentialEngine, speed, kind, sizes=(23, 30, 7, 18))
-    cfg = profile("smoke", local_epochs=2.0)
-    torch.manual_seed(0)
-    model = make_model(cfg, 3)
-    tasks, loss_fn = _tasks(kind, (23, 30, 7, 18), cfg)
-    got = SequentialEngine(cfg, DATA.mean, DATA.std, dataclasses.replace(speed, client_streams=True)).train(
-        model, tasks, loss_fn, 0.05, _states(model, 4))
-    assert got[0].keys() == ref[0].keys() and all(torch.equal(got[0][k], ref[0][k]) for k in ref[0])
-    assert all(a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a) for a, b in zip(got[1], ref[1]))
-    assert torch.equal(got[2], ref[2])
-
-
-def test_client_streams_pick_the_sequential_engine_where_the_config_lets_the_device_choose():
-    from semifl_core.engine import make_engine
-    streams = dataclasses.replace(Speed.default("cuda"), client_streams=True)
-    assert make_engine(profile("smoke"), DATA.mean, DATA.std, "cuda", streams).name == "sequential"
-    assert make_engine(profile("smoke"), DATA.mean, DATA.std, "cuda", Speed.default("cuda")).name == "vectorized"
-    assert make_engine(profile("smoke", engine="vectorized"), DATA.mean, DATA.std, "cuda", streams).name == "vectorized"
-
-
-def test_more_client_streams_than_the_gpu_holds_is_one_line_naming_how_many_fit():
-    from semifl_core.engine import check_lanes_fit, lane_bytes
-    model = make_model(profile("smoke"), 3)
-    per = lane_bytes(model)
-    assert per > sum(p.numel() * 4 for p in model.parameters())
-    check_lanes_fit(10, per, 10 * per)   # fits: nothing said
-    with pytest.raises(ConfigError, match=r"^client_streams=True: 40 clients' streams need about .* GiB and the GPU "
-                                          r"has .* GiB free: about 12 fit; allowed: at most 12 clients a round"):
-        check_lanes_fit(40, per, 12 * per + per // 2)
-
-
-@needs_cuda
-def test_client_streams_train_as_eager_on_cuda(full_fp32, monkeypatch):
-    """On CUDA: every client's captured step replayed on its own stream, three train calls (captured in the first),
-    against the eager sequential engine, to the float bound."""
-    loss_fn, views = LOSSES["sup"]
-    monkeypatch.setitem(LOSSES, "sup", (loss_fn, {**views, "view": "weak"}))
-    sizes = (53, 60, 27, 48)
-    eager = _train(SequentialEngine, dataclasses.replace(Speed.default("cuda"), cuda_graphs=False), "sup", sizes,
-                   device="cuda")
-    cfg = profile("smoke", local_epochs=2.0)
-    torch.manual_seed(0)
-    model = make_model(cfg, 3).cuda()
-    tasks, loss_fn = _tasks("sup", sizes, cfg, "cuda")
-    eng = SequentialEngine(cfg, DATA.mean, DATA.std, dataclasses.replace(Speed.default("cuda"), client_streams=True))
-    for _ in range(3):   # the same call three times: captured in the first, replayed in the others
-        got = eng.train(model, tasks, loss_fn, 0.05, _states(model, len(sizes)))
-    _assert_trained_alike(got, eager, sizes)
-
-
 # ---------------------------------------------------------------------- bf16 (CPU autocast stands in for CUDA's)
-@pytest.mark.parametrize("engine,fused", [(SequentialEngine, False), (VectorizedEngine, False),
-                                          (VectorizedEngine, True)])
-def test_engines_train_under_bf16(engine, fused):
-    """The sequential engine and the fused step run the forward under autocast; vmap(grad) fails under autocast, so
-    the vmap step casts the weights and images instead. The bf16 kernels run on a CPU as they do on CUDA."""
-    fp32 = _train(engine, dataclasses.replace(Speed.default("cpu"), fused=fused), "fix-mix")
-    bf16 = _train(engine, dataclasses.replace(Speed.default("cpu"), bf16=True, fused=fused), "fix-mix")
+@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def test_engines_train_under_bf16(engine):
+    """The sequential engine runs the forward under autocast; vmap(grad) fails under autocast, so the vmap step
+    casts the weights and images instead. The bf16 kernels run on a CPU as they do on CUDA."""
+    fp32 = _train(engine, Speed.default("cpu"), "fix-mix")
+    bf16 = _train(engine, dataclasses.replace(Speed.default("cpu"), bf16=True), "fix-mix")
     assert all(v.dtype == torch.float32 for v in bf16[0].values())  # fp32 master weights
     for k in fp32[0]:
         assert torch.isfinite(bf16[0][k]).all()
