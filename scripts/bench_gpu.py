@@ -26,7 +26,7 @@ How a round is made comparable and affordable (every row says so):
   An upper bound: a `train` call's fixed costs (its first eager step, the warm-up steps and the CUDA graph capture,
   about 0.8 s of a `paper` round on an H200) are paid once a round, not once an epoch; on the H200 the projection
   put the default's E=5 client training at 8.2 s against 6.05-6.19 s measured. `scripts/gpu_step_probe.py --rounds`
-  measures whole E=5 rounds (BENCHMARKS.md, "The client step on an H200").
+  measures whole E=5 rounds (BENCHMARKS.md, "H100 switch table").
 - K runs: the `small` runs train 1 epoch at tau 0, the client work of E=5 at a label ratio of 0.2 (not projected); the
   `paper` runs train 0.5 epochs, projected to 5 as above. Process start-up is reported apart, not counted.
 

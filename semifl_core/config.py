@@ -178,7 +178,7 @@ class Config:
     rng_streams: str = "round"
     # arithmetic (changes results: in the run key)
     precision: str = "fp32"              # fp32 | bf16: the training forward/backward in bfloat16 autocast, fp32 master
-                                         # weights, gradients and loss (BENCHMARKS.md, "The step changed", rule 5)
+                                         # weights, gradients and loss (BENCHMARKS.md, "CPU switch rules")
     # execution (does not change results)
     engine: str = "auto"                 # auto: vectorized on a GPU, sequential on a CPU (faster there, BENCHMARKS.md)
     # the fields the method declares for itself (methods.Field), as sorted (name, value) pairs: read them as

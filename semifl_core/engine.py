@@ -69,16 +69,16 @@ class Speed:
                  in a second CUDA graph, so graphs take every step but the first, not only those where all clients
                  have full batches.
                  Needs flat_sgd. Models with plain BN (norm=bn) and losses not graph_safe keep their eager partial
-                 steps. On by default on CUDA (measured on an H200: BENCHMARKS.md, "The two switches measured")
+                 steps. On by default on CUDA (measured on an H200: BENCHMARKS.md, "GPU switch rules")
     one_forward  Net.parts: several batches of one size (SemiFL's fix and mix batches) in one forward whose static BN
                  takes each batch's statistics apart (models.batch_parts), instead of one forward each: what the
                  authors' two calls compute, equal up to float rounding, in half the kernels. Static BN and GroupNorm
-                 only (plain BN keeps two forwards). On by default (measured on the CPU: BENCHMARKS.md, "One forward
-                 a client step")
+                 only (plain BN keeps two forwards). On by default (measured on the CPU: BENCHMARKS.md, "CPU switch
+                 rules")
     wide_passes  the sBN statistics and the evaluation in forwards of sbn.WIDE_IMAGES images (the sBN groups of 250
                  normalised apart, as sbn_one_pass), channels_last, on inference copies of the model: fewer, wider
                  passes where a GPU's memory holds them. Equal up to float rounding. Off by default: its rule is
-                 written in BENCHMARKS.md ("The passes outside the step"), not yet measured on a GPU
+                 written in BENCHMARKS.md ("GPU switch rules"), not yet measured on a GPU
     compile      torch.compile (inductor) of the vectorized engine's full-batch step (graph_safe losses), inside its
                  CUDA graph when cuda_graphs is on. Needs flat_sgd. Equal up to float rounding. Off by default: it
                  met the written rule on its own on an H200, but not yet run on a GPU together with masked_steps (the

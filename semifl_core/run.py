@@ -31,8 +31,8 @@ from .rounds import Round, RoundRecord
 
 # Evaluation: static BN folded into the convs (models.folded), in batches of 64 on a CPU (2.4x the images/s of
 # unfolded batches of 1000 for the small CNN on one thread) and of 1000 on a GPU (4.4x the images/s of batches of 64
-# for WRN-28-2 on an H200); BENCHMARKS.md, "Inference" and "GPU". Equal up to float rounding. Pseudo-labeling keeps
-# models.predict's defaults, so that training is bit-identical to before.
+# for WRN-28-2 on an H200); BENCHMARKS.md, "Inference" and "GPU evaluation". Equal up to float rounding.
+# Pseudo-labeling keeps models.predict's defaults, so that training is bit-identical to before.
 EVAL_BATCH = {"cpu": 64, "cuda": 1000}
 
 

@@ -142,8 +142,8 @@ def test_the_switch_rule_turns_compile_on_only_under_its_share_with_its_tests_pa
 
 
 def test_the_phase_rule_turns_wide_passes_on_only_when_its_evaluation_phase_is_under_its_share():
-    """scripts/gpu_step_probe.py --choose, rule 9: wide_passes joins when its median time_sbn + time_eval is at most 0.80 of
-    the default's and its median round no longer than the default's."""
+    """scripts/gpu_step_probe.py --choose, the phase rule: wide_passes joins when its median time_sbn + time_eval is at
+    most 0.80 of the default's and its median round no longer than the default's."""
     mod = _script("gpu_step_probe")
     rows = [{"variant": "default", "round_s": s, "time_sbn": 0.0, "time_eval": 0.66} for s in (5.0, 5.1)]
     wide = lambda ev, r: [{"variant": "+wide_passes", "round_s": r, "time_sbn": 0.0, "time_eval": ev}]  # noqa: E731

@@ -507,7 +507,7 @@ def label_skew_remedy_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# bf16 as a run option (BENCHMARKS.md, "The step changed", rule 5, fixed before the runs): SemiFL and Partially
+# bf16 as a run option (BENCHMARKS.md, "CPU switch rules", fixed before the runs): SemiFL and Partially
 # Supervised at `small` in bf16, IID and Non-IID K=2, each judged against its fp32 run (Table 1's committed cells).
 PRECISION_PARTITIONS = ("iid", SKEW_PARTITION)
 
