@@ -244,6 +244,9 @@ class Config:
             if getattr(self, name) not in choices:
                 close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
+                if name == "algorithm":   # a method of one's own is registered by a module SEMIFL_METHODS names
+                    hint += ("; a method of your own: name its module in SEMIFL_METHODS "
+                             "(docs/adding_a_method.md)")
                 bad(name, f"allowed are {', '.join(choices)}{hint}")
         for name in ("num_supervised", "num_clients", "rounds", "client_batch", "server_batch", "eval_every"):
             if not isinstance(getattr(self, name), int) or isinstance(getattr(self, name), bool) \
@@ -681,6 +684,10 @@ def profile(name: str, dataset: str | None = None, **overrides) -> Config:
         values.update({k: v for k, v in table4.items() if k not in overrides})
     method = METHODS.get(values.get("algorithm", SEMIFL))
     if method is not None:   # an unknown name is refused by validate, below
+        for k, v in method.fixed.items():
+            if k in overrides and overrides[k] != v:
+                raise ConfigError(f"{k}={overrides[k]!r}: {method.name} fixes {k}={v!r} (it is what the method "
+                                  f"means); allowed for {method.name}: {k}={v!r}")
         values.update(method.fixed)
         defaults = method.profiles.get(name, method.profiles.get(PROFILE_BASE.get(name), {}))
         values.update({k: v for k, v in defaults.items() if k not in overrides})

@@ -196,3 +196,23 @@ def test_a_broken_plugin_is_one_line_and_help_still_works(tmp_path):
         bad = run("profiles")
         assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
         assert len(bad.stderr.strip().splitlines()) == 1 and want in bad.stderr, bad.stderr
+
+
+@pytest.mark.parametrize("method, said", [
+    (Method("toy-no-round", "Toy"), r"^method 'toy-no-round': no round; allowed: round='module:function'"),
+    (Method("toy-plain", "Toy", variant_of="semifl"), r"^method 'toy-plain': a variant of 'semifl' that changes "
+                                                      r"nothing .* would run plain SemiFL under a new name"),
+])
+def test_a_method_without_a_round_or_a_variant_that_changes_nothing_is_refused_in_one_line(method, said):
+    with pytest.raises(ConfigError, match=said):
+        register(method)
+    assert method.name not in METHODS
+
+
+def test_a_value_the_method_fixes_is_never_overridden_silently_and_an_unknown_name_points_at_semifl_methods():
+    with pytest.raises(ConfigError, match=r"^finetune=True: fedavg-fixmatch fixes finetune=False .*; allowed for "
+                                          r"fedavg-fixmatch: finetune=False$"):
+        profile("smoke", algorithm="fedavg-fixmatch", finetune=True)
+    assert profile("smoke", algorithm="fedavg-fixmatch", finetune=False).finetune is False   # the same value: fine
+    with pytest.raises(ConfigError, match=r"^algorithm='semifl-prx': allowed are .*SEMIFL_METHODS"):
+        profile("smoke", algorithm="semifl-prx")

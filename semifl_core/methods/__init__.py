@@ -229,6 +229,14 @@ def register(method: Method) -> Method:
     if method.variant_of and method.variant_of not in METHODS:
         raise ConfigError(f"method {method.name!r}: variant_of={method.variant_of!r} is not a registered method; "
                           f"registered: {', '.join(METHODS)}")
+    if not method.variant_of and not method.round:
+        raise ConfigError(f"method {method.name!r}: no round; allowed: round='module:function' (or the function) of "
+                          f"its round, or variant_of={SEMIFL!r} with a client_loss (docs/adding_a_method.md)")
+    if method.variant_of == SEMIFL and not (method.client_loss or method.client_state or method.fields
+                                            or method.fixed):
+        raise ConfigError(f"method {method.name!r}: a variant of {SEMIFL!r} that changes nothing (no client_loss, "
+                          "client_state, fields or fixed values) would run plain SemiFL under a new name; allowed: "
+                          "give it at least one of them")
     if method.client_state and method.variant_of != SEMIFL:
         raise ConfigError(f"method {method.name!r}: client_state is for a variant of SemiFL (variant_of={SEMIFL!r}); "
                           "a method with its own round keeps its state in state.method")

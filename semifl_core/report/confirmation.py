@@ -34,6 +34,7 @@ import numpy as np
 from scipy import stats
 
 from ..config import Config
+from ..methods import PARTIALLY_SUPERVISED
 from .rule import ALPHA, Judged, holm, paired
 from .runs import final_accs, repo_path
 
@@ -169,7 +170,7 @@ def queue(results_dir=None) -> list[tuple[str, Config]]:
     for name in plan["order"]:
         a, b = arms(rows[name])
         for s in rows[name]["seeds"]["a"]:
-            for cfg in sorted((a, b), key=lambda c: c.rounds * (c.algorithm != "partially-supervised")):
+            for cfg in sorted((a, b), key=lambda c: c.rounds * (c.algorithm != PARTIALLY_SUPERVISED)):
                 out.append((f"confirmation: {name} (seed {s})", cfg.replace(seed=s)))
     return out
 
