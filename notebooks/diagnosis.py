@@ -16,7 +16,16 @@
 # %% [markdown]
 # # Diagnosis: where does a SemiFL round lose accuracy?
 #
-# Instrumented SemiFL runs of the profile (N_S=40, four labels per class, where SemiFL fell below Partially Supervised, and the profile's N_S): test accuracy of the global model at the start of a round, of each client model after local training, of their mean, after global momentum and after the server fine-tune; the fine-tune's loss at its first and last step; which classes the fix set holds. Then each suspect changed alone (one run per suspect and seed), and the spread that the labeled-set draw alone causes (split seeds 0-4, everything else fixed). Rule for a verdict: a claim 'A ends above B' is *held* when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, *not held* when it lies below, and *within noise* when it holds zero. Accuracies are final-round test accuracies. One suspect was not fixed in advance: *no global momentum (beta_g=0)* was added after the first instrumented N_S=40 runs showed the aggregate losing most accuracy at the momentum step, so it tests a hypothesis the data suggested.
+# **The question.** With four labels per class (N_S=40) SemiFL was first seen to fall below Partially Supervised, and at the profile's N_S=100 it does not beat it at 30 rounds (the table1 notebook). Where in a round does the accuracy go, and is it an implementation choice of ours?
+#
+# **Design.** Instrumented SemiFL runs of the profile (`diagnostics=True`, which measures each stage and trains as the plain run does on the same machine and kernels; committed instrumented and plain runs trained on different machines part from round 1: the label_skew notebook, "Which runs each table uses"), at N_S=40 and the profile's N_S, seeds 0-2: test accuracy of the global model at the start of a round, of each client model after local training, of their mean, after global momentum and after the server fine-tune; the fine-tune's loss at its first and last step; which classes the fix set holds. Then each suspect changed alone (one run per suspect and seed):
+#
+# - **client E=1** instead of 5, and **no global momentum** (beta_g=0): the two stages that move the model away from the server's labels;
+# - **no mix loss**; **Algorithm 1's round order** (the fine-tune first: the clients then move last in every round, and the one fine-tune after the last round runs at the cosine schedule's last, tiny learning rate);
+# - the implementation choices we could name: the wider CNN (cnn-w2), resetting the clients' or the server's SGD momentum between rounds, FixMatch's RandAugment instead of the authors' pool, sBN statistics from all data instead of the server's;
+# - **5x the rounds** (150, the cosine over all of them).
+#
+# Last, the spread that the labeled-set draw alone causes (split seeds 0-4, everything else fixed by seed 0). Rule for a verdict: a claim 'A ends above B' is *held* when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, *not held* when it lies below, and *within noise* when it holds zero. Accuracies are final-round test accuracies. One suspect was not fixed in advance: *no global momentum (beta_g=0)* was added after the first instrumented N_S=40 runs showed the aggregate losing most accuracy at the momentum step, so it tests a hypothesis the data suggested.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -79,7 +88,7 @@ report.stage_table(df, 'pseudo-labels')
 # %% [markdown]
 # ## Which classes the fix set holds
 #
-# Per class, over the second half of training: its share of the fix set (10 % would be balanced) and its test accuracy (%) at the start of a round, after aggregation and after the fine-tune.
+# Per class, over the second half of training: its share of the fix set (10 % would be balanced) and its test accuracy (%) at the start of a round, after aggregation and after the fine-tune. If the confident pseudo-labels are a few classes, the classes missing from the fix set are the ones whose accuracy the clients' training and the aggregation take away, and the fine-tune on the server's few labels has to bring them back every round.
 
 # %% tags=["nbval-check-output"]
 report.class_table(df, data.class_names)
@@ -87,7 +96,7 @@ report.class_table(df, data.class_names)
 # %% [markdown]
 # ## The suspects, each changed alone
 #
-# Final-round accuracy of each run against the profile's (same seeds); the column *above the profile* is the verdict on the claim that the row's run ends above the profile.
+# Final-round accuracy of each run against the profile's (same seeds); the column *above the profile* is the verdict on the claim that the row's run ends above the profile. At N_S=40 the collapse spreads the profile's seeds widely, so a suspect needs a large effect to be told from noise.
 
 # %% tags=["nbval-check-output"]
 pd.concat([report.suspects_table(df, n) for n in ns_list], ignore_index=True)
@@ -95,7 +104,7 @@ pd.concat([report.suspects_table(df, n) for n in ns_list], ignore_index=True)
 # %% [markdown]
 # ## How much the labeled-set draw alone moves a result
 #
-# Split seeds 0-4 (which images are labeled), everything else fixed; final-round accuracy (%).
+# Split seeds 0-4 (which images are labeled), everything else fixed; final-round accuracy (%). This is the spread that the server's choice of which few images to label causes on its own, to set beside the spread over seeds.
 
 # %%
 splits = pd.concat([report.run_all(report.split_configs(profile, ds, n, rounds), seed_list[:1],
@@ -109,7 +118,7 @@ report.split_table(splits)
 # %% [markdown]
 # ## The strong augmentation, looked at
 #
-# Training images and their weak and strong views (each draw with its own random operations), and the share of strong views that come out blank.
+# Training images and their weak and strong views (each draw with its own random operations), and the share of strong views that come out blank: the authors' pool applies every operation at full strength, and a translation of 100 pixels blanks a 32x32 image, while FixMatch's RandAugment draws random magnitudes ([docs/authors_implementation.md](../docs/authors_implementation.md), "Augmentation").
 
 # %%
 fig, blank = report.augmentation_grid(data)

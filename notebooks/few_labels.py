@@ -16,7 +16,7 @@
 # %% [markdown]
 # # Few labels: which pseudo-labels SemiFL's clients train on, and (FL)²
 #
-# With few labels SemiFL's confident pseudo-labels (max probability >= tau = 0.95, Eq. 3) collapse onto a few classes and the run loses to Partially Supervised (notebooks/diagnosis). This notebook swaps Eq. (3)'s selection for three rules from later work and measures each inside SemiFL's alternate training, everything else at the profile (`semifl_core/methods/pseudo_labels.py`, field `pseudo_label_rule`):
+# **The question.** With few labels SemiFL's confident pseudo-labels (max probability >= tau = 0.95, Eq. 3) collapse onto a few classes and the run loses to Partially Supervised (the diagnosis notebook). Does another selection of the same global pseudo-labels avoid the collapse, and does it make SemiFL beat the labels alone? This notebook swaps Eq. (3)'s selection for three rules from later work and measures each inside SemiFL's alternate training, everything else at the profile (`semifl_core/methods/pseudo_labels.py`, field `pseudo_label_rule`):
 #
 # - **fixed**: the paper's rule (Eq. 3).
 # - **class-balanced**: CBAFed's (CVPR 2023) per-class thresholds tau_c = min(p_c + 0.84 - std(p), tau) from the class shares p of the last round's confident pseudo-labels plus the labeled set (rare classes get a lower threshold).
@@ -25,7 +25,7 @@
 #
 # Beside them, **(FL)²** itself as a method (`semifl_core/methods/fl2.py`): its client-adaptive pseudo-labels, sharpness-aware consistency on the high-confidence images (SAM, rho 0.1), learning-status-aware averaging, no mixup, client batch 32 (its Table 4); everything else SemiFL's.
 #
-# Setting: the `small` profile (Fashion-MNIST, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), IID, at N_S=40 (4 labels a class, where the fixed rule collapses) and N_S=100 (the profile's), seeds 0-2. The rules and this measurement were fixed before any rule was run; the verdict follows the package's rule: a claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero. Accuracies are the final round's test accuracy, mean (population std) n=seeds; gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed. No paper reports these rules inside SemiFL: every number here is ours, and beyond the paper.
+# Setting: the `small` profile (Fashion-MNIST, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), IID, at N_S=40 (4 labels a class, where the fixed rule collapses) and N_S=100 (the profile's), seeds 0-2; each rule judged against Partially Supervised and against the paper's fixed tau. **Fixed before any rule was run**: the rules, this measurement, and the rule for a verdict then: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, within noise otherwise. The claims below judge by the rule that replaced it, with its verdict beside: a claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero. Accuracies are the final round's test accuracy, mean (population std) n=seeds; gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed. No paper reports these rules inside SemiFL: every number here is ours, and beyond the paper.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -88,7 +88,7 @@ report.few_label_table(df)
 # %% [markdown]
 # ## What each rule puts in the fix set
 #
-# Per round, over the active clients: the share of the fix set's largest class (1.0 = one class only), the label ratio (fix-set size over the clients' images) and the fix set's pseudo-label accuracy. Mean and a band of one std over seeds. The fixed rule's curves come from its instrumented runs (the diagnosis notebook's: `diagnostics=True` records the fix set's classes and trains as the plain run does on the same machine and kernels; the committed instrumented and plain runs were trained on different machines and part from round 1, so only these curves come from the instrumented runs: [docs/label_skew.md](../docs/label_skew.md#which-runs-each-table-uses)).
+# Per round, over the active clients: the share of the fix set's largest class (1.0 = one class only), the label ratio (fix-set size over the clients' images) and the fix set's pseudo-label accuracy. Mean and a band of one std over seeds. The fixed rule's curves come from its instrumented runs (the diagnosis notebook's: `diagnostics=True` records the fix set's classes and trains as the plain run does on the same machine and kernels; the committed instrumented and plain runs were trained on different machines and part from round 1, so only these curves come from the instrumented runs: the label_skew notebook, "Which runs each table uses").
 
 # %%
 pseudo = cur[(cur.metric != 'test accuracy (%)') & cur.rule.isin(configs.few_label_rows())]
@@ -102,7 +102,7 @@ report.save_figure(fig, figures_dir, f'few_labels_fixset_{ds}')
 # %% [markdown]
 # ## The authors' three details (N_S=40)
 #
-# Where the authors' code runs otherwise than ours, each alone (fields `mix_draws`, `shear_resample`, `cutout_size`), against the profile's SemiFL at N_S=40: the mix set drawn afresh at every read instead of once a round (Eq. 4 defines a set), bilinear shear instead of nearest, and CutoutConst's 40 px fixed instead of scaled with the image (35 px at 28x28). The column *above the profile* is the verdict on the claim that the row's detail ends above the profile's SemiFL.
+# Where the authors' code runs otherwise than ours, each alone (fields `mix_draws`, `shear_resample`, `cutout_size`), against the profile's SemiFL at N_S=40: the mix set drawn afresh at every read instead of once a round (Eq. 4 defines a set), bilinear shear instead of nearest, and CutoutConst's 40 px fixed instead of scaled with the image (35 px at 28x28). The column *above the profile* is the verdict on the claim that the row's detail ends above the profile's SemiFL. Whatever they read, ours stay the defaults (Eq. 4 defines the mix set as a set drawn once a round; the paper names neither image detail), so every committed run keeps its key ([docs/authors_implementation.md](../docs/authors_implementation.md)).
 
 # %%
 n40 = min(n for _, n in few_ns)
@@ -116,7 +116,7 @@ report.authors_details_table(details, base)
 # %% [markdown]
 # ## Non-IID K=2: the two best rows at the profile's N_S
 #
-# The rule, fixed before any of these runs: the two rows other than the fixed rule (a rule inside SemiFL, or (FL)²) with the highest mean final accuracy at N_S=100 under IID, seeds 0-2 (`configs.best_two_rules`), run under Non-IID K=2 beside the fixed rule and Partially Supervised (whose runs Table 1 shares).
+# The rule, fixed before any of these runs: the two rows other than the fixed rule (a rule inside SemiFL, or (FL)²) with the highest mean final accuracy at N_S=100 under IID, seeds 0-2 (`configs.best_two_rules`), run under Non-IID K=2 beside the fixed rule and Partially Supervised (whose runs Table 1 shares). Why a gain under IID would vanish under label skew is not measured here: the label_skew notebook measures it.
 
 # %%
 n_top = max(n for _, n in few_ns)

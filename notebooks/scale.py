@@ -16,9 +16,9 @@
 # %% [markdown]
 # # Scale study: where does SemiFL's effect hold?
 #
-# First the rule that sized the `small` profile and the measurements it used (supervised baselines and the CPU budget only; fixed before SemiFL ran on the profile). Then SemiFL - Partially Supervised and the fraction of the Partially -> Fully Supervised gap that SemiFL closes, varying one factor at a time around the profile: N_S, client epochs E, rounds, model width. The paper's points (CIFAR-10, SVHN, CIFAR-100; WResNets, 800 rounds) are drawn beside, labeled as the paper's.
+# **The question.** At the `small` profile SemiFL does not beat Partially Supervised (the table1 notebook). Is that the profile's choice of one factor, or does the effect fail to appear anywhere near it? First the rule that sized the `small` profile and the measurements it used (supervised baselines and the CPU budget only; fixed before SemiFL ran on the profile). Then SemiFL - Partially Supervised and the fraction of the Partially -> Fully Supervised gap that SemiFL closes, varying one factor at a time around the profile: N_S (40, 100, 250, 1000), client epochs E (1 against 5), rounds (5x the profile's, the cosine over all of them) and model width (the cnn-w2 CNN, with its own Partially and Fully Supervised runs), IID, seeds 0-2. The paper's points (CIFAR-10, SVHN, CIFAR-100; WResNets, 800 rounds) are drawn beside, labeled as the paper's.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/profiles.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -52,6 +52,8 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 
 # %% [markdown]
 # ## The sizing rule: training length, rounds and N_S
+#
+# The rule was written down and applied before SemiFL was run on the profile, from the supervised baselines and the CPU budget only ([docs/profiles.md](../docs/profiles.md) gives it with the measurements it was first applied to). Recomputed here from the committed runs: Fully Supervised's accuracy per training length and the length E_F the rule picks (rule 1), then the rounds that give the active clients as many sample-epochs (rule 2).
 
 # %%
 # The rule (docs/sizing.md, 'The small profile: how it was sized'):
@@ -94,7 +96,7 @@ report.cost_table(df)
 # %% [markdown]
 # ## SemiFL against Partially Supervised at each point
 #
-# Final-round test accuracy (%), mean (population std) n=seeds; SemiFL - Partially Supervised (points) and the gap closed (%), seed by seed; the column *SemiFL above Partially* is the verdict on 'SemiFL ends above Partially Supervised' at that point.
+# Final-round test accuracy (%), mean (population std) n=seeds; SemiFL - Partially Supervised (points) and the gap closed (%), seed by seed; the column *SemiFL above Partially* is the verdict on 'SemiFL ends above Partially Supervised' at that point. Within one N_S the two arms share each seed's labeled set and are paired by seed; across two N_S the labeled sets differ, so a claim that the gain grows with N_S is judged by Welch's interval.
 
 # %% tags=["nbval-check-output"]
 table = report.scale_table(df)
@@ -102,6 +104,8 @@ table.drop(columns=[c for c in table if c.startswith('_')])
 
 # %% [markdown]
 # ## The gain and the gap closed, per point, beside the paper's
+#
+# Ours per point, and the paper's (CIFAR-10, SVHN, CIFAR-100 with WResNet-28s, 800 rounds, strong augmentation on 32x32 colour images), labeled as the paper's: a setting this CPU cannot reach, drawn for the direction of each factor, not its size.
 
 # %%
 fig = report.scale_figure(table, cfg)

@@ -16,9 +16,16 @@
 # %% [markdown]
 # # Table 2: ablation of alternate training (fine-tune x global pseudo-labels)
 #
-# Four combinations of *fine-tune the global model with labeled data* and *generate pseudo-labels with the global model*, under Non-IID K=2 and IID. Both off is FedAvg + FixMatch (parallel averaging, per-batch pseudo-labels, no mix loss) as in the paper; both on is SemiFL (Table 1's runs, reused).
+# **The question** (the paper's Table 2): SemiFL alternates two halves, the server fine-tuning the averaged model on its labels and the clients training on pseudo-labels the global model made. Which half does the work? Four combinations of *fine-tune the global model with labeled data* and *generate pseudo-labels with the global model*, under Non-IID K=2 and IID:
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/sizing.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# - **both on**: SemiFL (Table 1's runs, reused);
+# - **fine-tune only**: each client pseudo-labels its batches with the model it trains (the fix loss only), and the server fine-tunes the average;
+# - **global pseudo-labels only**: the clients train on the global model's pseudo-labels, and the server trains beside them instead of fine-tuning (weight 1/2 in the average);
+# - **both off**: FedAvg + FixMatch (parallel averaging, per-batch pseudo-labels, no mix loss), as in the paper. The paper's FedAvg + FixMatch is far below its Partially Supervised too (41 against 77 on CIFAR-10, the paper's numbers).
+#
+# **Fixed before the runs**: the `small` profile (N_S=100, the 16-32-64 CNN, 100 clients, 10 active, client and server E=5, 30 rounds), seeds 0-2, and the rule of Table 1's study: A above B is *held* when A's mean exceeds B's by more than the two seed spreads (population std) together, *not held* when B's exceeds A's by that much, *within noise* otherwise. The claims below judge by the interval rule that replaced it, with the old rule's verdict beside each.
+#
+# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/profiles.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
 # **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
 
@@ -56,6 +63,8 @@ print(report.runs_summary(df))
 
 # %% [markdown]
 # ## Table 2: ours beside the paper's (best round)
+#
+# Each combination's best-round test accuracy, as the paper reports it, mean (population std) n=seeds, beside the paper's numbers for the same combination.
 
 # %% tags=["nbval-check-output"]
 for ds, n in pairs:
@@ -64,7 +73,7 @@ for ds, n in pairs:
 # %% [markdown]
 # ## What the best round hides
 #
-# The paper reports each run's best round. The same runs at their final round, beside it: a variant that peaks and then collapses looks as good as one that keeps its accuracy in the table above. Figure 6 (`notebooks/figure6.ipynb`) draws the same runs' label ratio and threshold accuracy per round. The claims below judge, for each variant, whether its final round is below its best by the package's rule (ours, beyond the paper).
+# The paper reports each run's best round. The same runs at their final round, beside it: a variant that peaks and then collapses looks as good as one that keeps its accuracy in the table above. A collapse has a signature in the runs' metrics: nearly every client image passes the threshold tau while its pseudo-labels are right at about chance, and the global model swings from round to round; figure6 (`notebooks/figure6.ipynb`) draws the same runs' label ratio and threshold accuracy per round. The claims below judge, for each variant, whether its final round is below its best by the package's rule (ours, beyond the paper). Why a client's own pseudo-labels run away is not instrumented here; the few_labels and diagnosis notebooks measure how confident labels become a few classes within five local epochs.
 
 # %% tags=["nbval-check-output"]
 for ds, n in pairs:
