@@ -138,7 +138,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is judged on the difference A - B with a 95 % interval: paired by seed (Student's t on the per-seed differences) where the two arms share each seed's labeled set, Welch's interval where they do not, a one-sample interval against a fixed number. It is *held* when the interval lies above zero, *not held* when it lies below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. Each row shows the difference with its interval, n and the test, and the verdict of the separation rule this one replaced (docs/verdicts.md says why). Every claim is judged at seeds 0-2, its exploration; the two the seed plan decided on seeds it added later are confirmed on fresh seeds in the section above.
+# Each claim is judged by the package's rule ([docs/verdicts.md](../docs/verdicts.md#the-rule)), at the final round: the difference A - B with a 95 % interval, paired by seed where the two arms share each seed's labeled set (Welch's interval where they do not), Holm-corrected over a table's family; *held* when the interval lies above zero, *not held* below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. The claims rest on the seeds this notebook trains (0-2 by default); a claim given more seeds later is decided by its confirmation on fresh seeds, which this notebook shows where it has one.
 
 # %% tags=["nbval-check-output"]
 claims

@@ -56,7 +56,7 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 # The rule was written down and applied before SemiFL was run on the profile, from the supervised baselines and the CPU budget only ([docs/profiles.md](../docs/profiles.md) gives it with the measurements it was first applied to). Recomputed here from the committed runs: Fully Supervised's accuracy per training length and the length E_F the rule picks (rule 1), then the rounds that give the active clients as many sample-epochs (rule 2).
 
 # %%
-# The rule (docs/sizing.md, 'The small profile: how it was sized'):
+# The rule (docs/profiles.md, 'The small profile: how it was sized'):
 # (1) E_F = the shortest Fully Supervised training (10/20/40 epochs) within 0.5 points of twice
 #     as long;
 # (2) rounds R = the smallest multiple of 10 with R*C*N_U*E >= E_F*N;
@@ -124,7 +124,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# A claim 'A above B' is judged on the difference A - B with a 95 % interval: paired by seed (Student's t on the per-seed differences) where the two arms share each seed's labeled set, Welch's interval where they do not, a one-sample interval against a fixed number. It is *held* when the interval lies above zero, *not held* when it lies below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. Each row shows the difference with its interval, n and the test, and the verdict of the separation rule this one replaced (docs/verdicts.md says why).
+# Each claim is judged by the package's rule ([docs/verdicts.md](../docs/verdicts.md#the-rule)), at the final round: the difference A - B with a 95 % interval, paired by seed where the two arms share each seed's labeled set (Welch's interval where they do not), Holm-corrected over a table's family; *held* when the interval lies above zero, *not held* below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. The claims rest on the seeds this notebook trains (0-2 by default); a claim given more seeds later is decided by its confirmation on fresh seeds, which this notebook shows where it has one.
 
 # %% tags=["nbval-check-output"]
 claims

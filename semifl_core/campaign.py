@@ -133,7 +133,7 @@ def label_skew_vls_gate() -> list[tuple[str, Config]]:
 
 
 def label_skew_ntd() -> list[tuple[str, Config]]:
-    """Not-true distillation's cells (only once its gate passed: docs/label_skew.md), seed by seed; the runs it is
+    """Not-true distillation's cells (only once its gate passed: notebooks/label_skew.ipynb), seed by seed; the runs it is
     judged against that are committed are skipped."""
     return _cells(C.NTD)
 
@@ -144,7 +144,7 @@ def label_skew_vls() -> list[tuple[str, Config]]:
 
 
 def label_skew_part3_gate() -> list[tuple[str, Config]]:
-    """Part 3's gate (docs/label_skew.md, "Part 3"): each remedy's instrumented Non-IID K=2 runs at `small`, seeds 0-2,
+    """Part 3's gate (notebooks/label_skew.ipynb, "Part 3"): each remedy's instrumented Non-IID K=2 runs at `small`, seeds 0-2,
     the cheap fewer-steps rows first (E=1 about a fifth of the client work)."""
     return [item for remedy in C.PART3_REMEDIES for item in _gate(remedy)]
 

@@ -148,7 +148,7 @@ class Config:
     round_order: str = "code"            # code: fine-tune at the end of a round (authors') | paper: Algorithm 1
     # augmentation
     strong_aug: str = "semifl"           # semifl: the authors' RandAugment variant | fixmatch
-    # three details where the authors' code runs otherwise than ours (docs/fidelity.md); ours are the
+    # three details where the authors' code runs otherwise than ours (docs/authors_implementation.md); ours are the
     # defaults: Eq. (4)'s mix set is a set drawn once a round, and the paper names neither image detail
     mix_draws: str = "set"               # set: |fix| draws a round, reused every epoch | per-read: a fresh draw per read
     shear_resample: str = "nearest"      # ShearX/Y resampling: nearest (PIL's default) | bilinear (the authors')
@@ -640,12 +640,12 @@ PAPER = dict(num_clients=100, active_rate=0.1, rounds=800, local_epochs=5.0, cli
 # batches 10/10, lr 0.03 cosine, momentum, Nesterov, weight decay, beta_g, mixup a, M=100, C=0.1, fix+mix); only
 # the knobs that the paper's scale fixes and a CPU cannot are changed: N_S, the model, the rounds, the evaluation
 # cadence, and sBN statistics from the server's data (Appendix B's practical choice; Table 3 finds it equal).
-# N_S and the rounds are chosen by the rule in docs/sizing.md, from the supervised baselines and
+# N_S and the rounds are chosen by the rule in docs/profiles.md, from the supervised baselines and
 # the CPU budget only.
 SMALL = dict(model="cnn", num_supervised=100, num_clients=100, active_rate=0.1, rounds=30, local_epochs=5.0,
              client_batch=10, server_batch=10, server_epochs=5.0, sbn_source="server", dataset="fashionmnist")
 # `small` trained 10x longer (37.5 % of the paper's T=800), fixed before any run of it: the training-length
-# question of docs/training_length.md. Test accuracy every 10 rounds (and always in the last round).
+# question of notebooks/horizon.ipynb. Test accuracy every 10 rounds (and always in the last round).
 LONG = dict(rounds=300, eval_every=10)
 # A profile built on another takes that one's per-method defaults where it has none of its own.
 PROFILE_BASE = {"long": "small"}

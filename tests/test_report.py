@@ -77,7 +77,7 @@ def test_gap_closed_pairs_each_seed_with_its_own_baselines():
 
 
 def test_the_sizing_rule_reproduces_the_small_profile():
-    """docs/sizing.md: E_F = 10 epochs (batch 10) gives R = 30 rounds; N_S = the largest N_S whose
+    """docs/profiles.md: E_F = 10 epochs (batch 10) gives R = 30 rounds; N_S = the largest N_S whose
     Fully - Partially Supervised gap is at least 15 points."""
     cfg = report.make("small", "fashionmnist", 100)
     assert report.rounds_rule(cfg, 10, TRAIN_SIZE["fashionmnist"]) == 30 == cfg.rounds

@@ -8,7 +8,7 @@ and compares the two runs' metrics per round. Exit status 0: they are equal to f
     python -m semifl_core.flower.deploy --supernodes 3 --set rounds=5 --work /tmp/semifl-deploy
 
 The processes, their logs, the Flower configuration (FLWR_HOME) and both runs' results are under --work (a new
-temporary directory by default). docs/distributed.md gives the same steps as commands to type.
+temporary directory by default). docs/gpu.md gives the same steps as commands to type.
 """
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ SEMIFL_ONLY_FIELDS = ("num_supervised", "mixup_alpha", "mix_loss", "global_pseud
                       "clip_norm", "global_momentum", "sbn_source", "round_order", "mix_draws", "shear_resample",
                       "cutout_size")
 # FedDure's setting (its Section "Experiments"): K=100 clients, 5 a round, 200 rounds, Adam lr 5e-4, batch 10,
-# one local epoch, ResNet-9 with BN. `small`: the CPU variant sized in docs/feddure.md.
+# one local epoch, ResNet-9 with BN. `small`: the CPU variant sized in notebooks/feddure_table1.ipynb.
 FEDDURE_PROFILES = {
     "paper": dict(num_clients=100, active_rate=0.05, rounds=200, lr=5e-4, weight_decay=0.0, client_batch=10,
                   local_epochs=1.0, model="resnet9", norm="bn", labels_at=CLIENTS, eval_every=1),
@@ -65,7 +65,7 @@ CBAFED_UNUSED = ("num_supervised", "mixup_alpha", "mix_loss", "global_pseudo_lab
 # of the data; ours balanced per class, its code's split is one Dirichlet draw over all ten: Config.cbafed_labeled
 # "dirichlet"), the rest Dir(0.8); 501 warm-up epochs and 501
 # rounds; SGD lr 0.03 (0.02 on unlabeled clients), momentum 0.9, weight decay 5e-4, clipping 5, batch 64; tau_h 0.95.
-# Its ResNet-18 is not here: `paper` runs ResNet-9. `small`: the CPU variant sized in docs/cbafed.md ("CBAFed's small
+# Its ResNet-18 is not here: `paper` runs ResNet-9. `small`: the CPU variant sized in notebooks/cbafed_table1.ipynb ("CBAFed's small
 # variant"): our CNN, 20 warm-up rounds and 20 federated rounds.
 _CBAFED = dict(num_clients=10, active_rate=1.0, partition="dir-0.8", labels_at=ONE_CLIENT, client_labels=600, lr=0.03,
                momentum=0.9, weight_decay=5e-4, nesterov=False, clip_norm=5.0, client_batch=64, threshold=0.95,
@@ -167,7 +167,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            federated=False, unused=FEDERATION_FIELDS),
     # trains centrally on the whole training set, one epoch per round with Table 4's batch of 10 (in `small` the
     # same batch as the clients and the server, so that its sample-epochs compare with theirs; its length is sized
-    # in docs/sizing.md); sBN statistics from all 60,000 images make its evaluation costly, so it
+    # in docs/profiles.md); sBN statistics from all 60,000 images make its evaluation costly, so it
     # is evaluated every 5 epochs
     Method(FULLY_SUPERVISED, "Fully Supervised", "semifl_core.methods.baselines:supervised_round", labels="all",
            federated=False, unused=(*FEDERATION_FIELDS, "num_supervised"),

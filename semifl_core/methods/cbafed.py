@@ -27,7 +27,7 @@ A federated round (after the warm-up), from the global model theta_G:
 Every client keeps its SGD momentum between rounds (cfg.momentum, weight decay, gradient clipping cfg.clip_norm), and
 the learning rates are constant, as the released code runs; batch cfg.client_batch (64).
 
-Variants (cfg.cbafed_variant; docs/cbafed.md lists each difference): "paper" (the default) as its paper describes it;
+Variants (cfg.cbafed_variant; notebooks/cbafed_table1.ipynb lists each difference): "paper" (the default) as its paper describes it;
 "code" as its released code runs (CBAFed and both bounds):
   - the server's residual after federated rounds 6, 11, 16, ... (its `com_round > 0 and com_round % 5 == 0`, rounds
     counted from 0) instead of after rounds 5, 10, 15, ... (`RESIDUAL_EVERY` rounds after the warm-up);

@@ -19,7 +19,7 @@ per image, its pseudo-label, its confidence and the threshold it must reach to e
                    unlabeled data: here the round's active clients together (each sends the sums of max p and of p over
                    its images, C + 1 numbers): t = mean max p, l_c = mean p_c, tau_c = t * l_c / max_c l_c, one set
                    of thresholds for every client. The label-skew study's fix, fixed before its runs
-                   (docs/label_skew.md): client-adaptive takes l_c from one client's own
+                   (notebooks/label_skew.ipynb): client-adaptive takes l_c from one client's own
                    predictions, so a client holding two classes gives the eight it does not hold thresholds near 0.1
                    and trains on nearly every (necessarily wrong) pseudo-label of those classes; the federation's l_c
                    does not know which client holds what.

@@ -1,4 +1,4 @@
-"""The label-skew remedies of SemiFL's client step (docs/label_skew.md), each off by default. Under Non-IID K=2 a
+"""The label-skew remedies of SemiFL's client step (notebooks/label_skew.ipynb), each off by default. Under Non-IID K=2 a
 client's update raises the two classes it has and lowers the eight others (local forgetting); a remedy changes what
 its local step asks of those eight. methods/semifl.py's client loss calls one hook, a `Remedy` (`remedy(cfg)` picks
 it from the config; the base class changes nothing):

@@ -154,7 +154,7 @@ def scale_configs(p, ds, n, rounds=None) -> dict:
     return out
 
 
-# Each suspect of the diagnosis changes one thing of the profile (docs/diagnosis.md lists the suspects); "5x rounds" keeps the cosine
+# Each suspect of the diagnosis changes one thing of the profile (notebooks/diagnosis.ipynb lists the suspects); "5x rounds" keeps the cosine
 # over all rounds.
 SUSPECTS = {
     "client E=1 (profile E=5)": lambda c: dict(local_epochs=1.0),
@@ -284,7 +284,7 @@ def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
     return out
 
 
-# The training-length curve (docs/training_length.md): SemiFL and Partially Supervised at the small profile with
+# The training-length curve (notebooks/horizon.ipynb): SemiFL and Partially Supervised at the small profile with
 # R rounds (the cosine schedule spans R; Partially Supervised gets the same server budget, R x server epochs).
 # R=30 is the small profile itself; R >= 100 is evaluated every 10 rounds (R=300 is the `long` profile exactly).
 HORIZONS = (30, 100, 300, 800)
@@ -300,7 +300,7 @@ def horizon_configs(p, ds, n, r) -> dict:
     return {f"R={r} | {label_of(m)}": make(p, ds, n, algorithm=m, **over) for m in methods}
 
 
-# The few-label study (docs/few_labels.md): SemiFL with each pseudo-label rule (methods/pseudo_labels.py) at N_S=40
+# The few-label study (notebooks/few_labels.ipynb): SemiFL with each pseudo-label rule (methods/pseudo_labels.py) at N_S=40
 # and at the profile's N_S, IID; Partially Supervised beside them.
 FEW_LABEL_NS = (40, 100)
 
@@ -397,7 +397,7 @@ def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
 # "Why does the few-label fix stop working under label skew?": the rules under Non-IID K=2 at the small
 # profile, instrumented (diagnostics=True adds, per evaluated round, pseudo_labels.skew_measures and the client
 # models' per-class accuracy shift; it trains as the plain run does on the same machine and kernels, and a pair
-# trained on different machines parts from round 1: docs/label_skew.md, 'Which runs each table uses').
+# trained on different machines parts from round 1: notebooks/label_skew.ipynb, 'Which runs each table uses').
 SKEW_PARTITION = "non-iid-l-2"
 
 
@@ -411,7 +411,7 @@ def label_skew_diagnosis_configs(p, ds, n, rounds=None) -> dict:
     return {f"{row} | {SKEW_PARTITION} (instrumented)": cfg for row, cfg in rows.items()}
 
 
-# The label-skew fix, fixed before its runs (docs/label_skew.md): SemiFL with the global-adaptive rule at the small
+# The label-skew fix, fixed before its runs (notebooks/label_skew.ipynb): SemiFL with the global-adaptive rule at the small
 # profile, IID and Non-IID K=2, judged against Partially Supervised and the client-adaptive rule (the few-label
 # study's runs of both).
 def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
@@ -422,7 +422,7 @@ def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# The second label-skew fix, fixed before any code or run of it (docs/label_skew.md, "The second fix"): FedRS's restricted
+# The second label-skew fix, fixed before any code or run of it (notebooks/label_skew.ipynb, "The second fix"): FedRS's restricted
 # softmax (alpha 0.5) in SemiFL's client loss, with SemiFL's own fixed rule, small profile, IID and Non-IID K=2, and
 # K=2 instrumented; judged against Partially Supervised and SemiFL with the fixed rule at the same partition.
 FEDRS_ALPHA = 0.5
@@ -440,7 +440,7 @@ def label_skew_fedrs_configs(p, ds, n, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# The third remedy, fixed before any code or run of it (docs/label_skew.md, "Not-true distillation"): FedNTD's not-true
+# The third remedy, fixed before any code or run of it (notebooks/label_skew.ipynb, "Not-true distillation"): FedNTD's not-true
 # distillation (beta 1, tau 1, its released code's values) in SemiFL's client loss, with SemiFL's fixed rule. First the
 # gate, on the mechanism: the instrumented Non-IID K=2 runs at the small profile, seeds 0-2 (REMEDY_GATE); then, only if
 # it passes, the cells: K=2, Dir(0.1) and IID, judged against Partially Supervised and SemiFL's fixed rule. If it
@@ -455,11 +455,11 @@ REMEDY_GATE = {"skew_dacc_unheld": -10.0, "skew_dacc_held": 3.0}
 REMEDY_PARTITIONS = (SKEW_PARTITION, "dir-0.1", "iid")
 
 
-# Part 3 (docs/label_skew.md, "Part 3"), fixed before any code or run of it: FedVLS as its released code trains, a
+# Part 3 (notebooks/label_skew.ipynb, "Part 3"), fixed before any code or run of it: FedVLS as its released code trains, a
 # head the clients do not train (FedBABU), and fewer local steps (E=1; separately, no global momentum). The gate is
 # looser than part 2's (half the fixed rule's drop) and has a second way through: the K=2 `small` final held above
 # the fixed rule's. Those that pass go to `long` at K=2 and Dir(0.1); the fewer-steps rows go to `long` K=2 regardless.
-FEDVLS = f"FedVLS's released loss, lambda {VLS_LAMBDA:g}"   # its loss only: SemiFL's optimiser (docs/label_skew.md)
+FEDVLS = f"FedVLS's released loss, lambda {VLS_LAMBDA:g}"   # its loss only: SemiFL's optimiser (notebooks/label_skew.ipynb)
 FROZEN_HEAD = "a head the clients do not train"
 ONE_EPOCH = "one local epoch (E=1)"
 NO_GLOBAL_MOMENTUM = "no global momentum"

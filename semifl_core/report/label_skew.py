@@ -1,6 +1,6 @@
-"""The label-skew study (notebooks/label_skew, docs/label_skew.md): why the client-adaptive rule that beats Partially
+"""The label-skew study (notebooks/label_skew, notebooks/label_skew.ipynb): why the client-adaptive rule that beats Partially
 Supervised under IID stops doing so under Non-IID K=2, measured on instrumented runs, and the fix it names
-(docs/label_skew.md). Runs in (report.run_all's frames), tables, curves and claims out (the written takeaway is
+(notebooks/label_skew.ipynb). Runs in (report.run_all's frames), tables, curves and claims out (the written takeaway is
 report.takeaway of the claims).
 
 Each instrumented run is summarised by the mean of each measure over its rounds (fixed before the runs: every
@@ -156,7 +156,7 @@ def passed_gates(gates: pd.DataFrame) -> list[str]:
     return [row for row in (NTD, VLS) if gates.loc[row, GATE] == PASSED]
 
 
-# ---------------------------------------------------------------------- part 3 (docs/label_skew.md, "Part 3")
+# ---------------------------------------------------------------------- part 3 (notebooks/label_skew.ipynb, "Part 3")
 FINAL = "remedy's final"
 
 
