@@ -43,6 +43,7 @@ class Round:
     diagnose: bool               # cfg.diagnostics and this round is evaluated
     last: bool                   # the run's last round
     record: RoundRecord
+    client_changes: list = field(default_factory=list)   # a variant's client states this round: (before, after)
 
     @contextmanager
     def timed(self, phase: str):

@@ -28,7 +28,8 @@ def plugin_dir(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     yield tmp_path
     METHODS.pop("semifl-prox", None)
-    METHODS.pop("semifl-dyn", None)
+    for name in ("semifl-dyn", "semifl-adam", "semifl-scaffold"):
+        METHODS.pop(name, None)
     sys.modules.pop("semifl_prox", None)
 
 

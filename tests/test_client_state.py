@@ -33,7 +33,7 @@ def zeros(cfg, weights):
     return {k: torch.zeros_like(v) for k, v in weights.items()}
 
 
-def dyn_update(cfg, h, start, end):
+def dyn_update(cfg, h, start, end, ctx):
     return {k: h[k] - cfg.dyn_alpha * (end[k] - start[k]) for k in h}
 
 
@@ -119,9 +119,9 @@ def test_the_state_is_checkpointed_with_the_run(dyn, tmp_path):
 
 
 @pytest.mark.parametrize("update, said", [
-    (lambda cfg, h, start, end: {k: v[:1] for k, v in h.items()}, "(1, "),
-    (lambda cfg, h, start, end: {"h": torch.zeros(3)}, "returned h (3,)"),
-    (lambda cfg, h, start, end: 1.0, "returned float"),
+    (lambda cfg, h, start, end, ctx: {k: v[:1] for k, v in h.items()}, "(1, "),
+    (lambda cfg, h, start, end, ctx: {"h": torch.zeros(3)}, "returned h (3,)"),
+    (lambda cfg, h, start, end, ctx: 1.0, "returned float"),
 ])
 def test_a_hook_returning_other_names_or_shapes_is_one_line(update, said):
     register(Method("test-bad-dyn", "Test-Bad", variant_of=SEMIFL, client_state=ClientState(zeros, update)))

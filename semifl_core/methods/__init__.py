@@ -122,6 +122,8 @@ class Method:
                                     # built from SemiFL's for this config (base, with every switch of cfg)
     client_state: str | object = ""  # a SemiFL variant's state per client: a client_state.ClientState(init, update)
                                     # or its "module:name" (methods/client_state.py)
+    server_state: str | object = ""  # a SemiFL variant's server state and the aggregation step it replaces (global
+                                    # momentum): a client_state.ServerState(init, step) or its "module:name"
 
     @property
     def family(self) -> str:
@@ -137,6 +139,10 @@ class Method:
     def client_state_hooks(self):
         """Its client_state.ClientState, or None (it keeps no state per client)."""
         return _load(self.client_state) if self.client_state else None
+
+    def server_state_hooks(self):
+        """Its client_state.ServerState, or None (SemiFL's aggregation step)."""
+        return _load(self.server_state) if self.server_state else None
 
     def prepare(self, cfg, data):
         """The images this method trains and tests on."""
@@ -232,14 +238,15 @@ def register(method: Method) -> Method:
     if not method.variant_of and not method.round:
         raise ConfigError(f"method {method.name!r}: no round; allowed: round='module:function' (or the function) of "
                           f"its round, or variant_of={SEMIFL!r} with a client_loss (docs/adding_a_method.md)")
-    if method.variant_of == SEMIFL and not (method.client_loss or method.client_state or method.fields
-                                            or method.fixed):
+    if method.variant_of == SEMIFL and not (method.client_loss or method.client_state or method.server_state
+                                            or method.fields or method.fixed):
         raise ConfigError(f"method {method.name!r}: a variant of {SEMIFL!r} that changes nothing (no client_loss, "
-                          "client_state, fields or fixed values) would run plain SemiFL under a new name; allowed: "
-                          "give it at least one of them")
-    if method.client_state and method.variant_of != SEMIFL:
-        raise ConfigError(f"method {method.name!r}: client_state is for a variant of SemiFL (variant_of={SEMIFL!r}); "
-                          "a method with its own round keeps its state in state.method")
+                          "client_state, server_state, fields or fixed values) would run plain SemiFL under a new "
+                          "name; allowed: give it at least one of them")
+    for hook in ("client_state", "server_state"):
+        if getattr(method, hook) and method.variant_of != SEMIFL:
+            raise ConfigError(f"method {method.name!r}: {hook} is for a variant of SemiFL (variant_of={SEMIFL!r}); "
+                              "a method with its own round keeps its state in state.method")
     for name in method.fields:
         owner = next((m.name for m in METHODS.values() if name in m.fields), None)
         if owner or name in CORE_FIELDS:

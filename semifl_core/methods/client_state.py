@@ -1,29 +1,82 @@
-"""State a SemiFL variant keeps per client across rounds (FedDyn's h_i, SCAFFOLD's control variates):
-docs/adding_a_method.md, "Per-client state".
+"""State a SemiFL variant keeps across rounds, per client (FedDyn's h_i, SCAFFOLD's c_i) and at the server
+(FedAdam's moments, SCAFFOLD's c): docs/adding_a_method.md, sections 4b and 4c.
 
-A variant declares `client_state=ClientState(init, update)` in its Method. Before a client's first training its state
-is `init(cfg, weights)` (weights: the global model it received, name -> tensor); its loss reads the state as f.state
-(and its id as f.client) in every step of its training, in both engines; after the training `update(cfg, state, start,
-end)` (start: the weights it received, end: the weights it trained to) returns its new state. The states live in the
-run's state (`state.method["client_state"]`, client id -> name -> tensor) and are checkpointed with it. A state
-changes its values, never its names or shapes: a hook that returns others is one line.
+Per client, `client_state=ClientState(init, update)`: before a client's first training its state is `init(cfg,
+weights)` (weights: the global model it received, name -> tensor); its loss reads the state as f.state (and its id as
+f.client) in every step of its training, in both engines, with the server's state beside it as "server.<name>";
+after the training `update(cfg, state, start, end, ctx)` (start: the weights it received, end: the weights it trained
+to; ctx.steps its local steps, ctx.lr the round's learning rate, ctx.server the server's state) returns its new state.
+
+At the server, `server_state=ServerState(init, step)`: the aggregation step it replaces is SemiFL's global momentum
+(Model Averaging's result `averaged` in, the next global weights out). `init(cfg, weights)` gives the state before the
+first round; `step(cfg, state, weights, averaged, ctx)` returns (the next global weights, the new state); ctx.clients
+holds (before, after) of each trained client's state this round, ctx.default(averaged) SemiFL's own step.
+
+The states live in the run's state (`state.method`) and are checkpointed with it. A state changes its values, never
+its names or shapes: a hook that returns others is one line.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Callable
 
 import torch
 
 from ..errors import ConfigError
 
-KEY = "client_state"   # where the run's state (State.method) holds them
+KEY = "client_state"          # where the run's state (State.method) holds the clients' states
+SERVER_KEY = "server_state"   # ... and the server's
 
 
 @dataclass(frozen=True)
 class ClientState:
     init: Callable     # (cfg, weights) -> {name: tensor}: a client's state before its first training
-    update: Callable   # (cfg, state, start, end) -> {name: tensor}: its state after a training, same names and shapes
+    update: Callable   # (cfg, state, start, end, ctx) -> {name: tensor}: its state after a training, same names and
+                       # shapes (ctx.steps, ctx.lr, ctx.server)
+
+
+@dataclass(frozen=True)
+class ServerState:
+    init: Callable     # (cfg, weights) -> {name: tensor}: the server's state before the first round
+    step: Callable     # (cfg, state, weights, averaged, ctx) -> (next global weights, new state) (ctx.clients,
+                       # ctx.default)
+
+
+def server(exp, st) -> dict:
+    """The server's state ({} for a method that keeps none), made by `init` from the global model at first use."""
+    hooks = exp.cfg.method.server_state_hooks()
+    if hooks is None:
+        return {}
+    if SERVER_KEY not in st.method:
+        weights = {k: v.detach() for k, v in st.model.named_parameters()}
+        st.method[SERVER_KEY] = _checked(exp.cfg, "server", hooks.init(exp.cfg, weights), None, "init", "server_state")
+    return st.method[SERVER_KEY]
+
+
+def server_step(exp, st, averaged: dict, clients: list, default: Callable) -> None:
+    """The variant's aggregation step: the global model becomes the weights `step` returns (its plain BN running
+    statistics are copied from `averaged`, as global momentum does), the server's state the state it returns."""
+    hooks, state = exp.cfg.method.server_state_hooks(), server(exp, st)
+    weights = {k: v.detach() for k, v in st.model.named_parameters()}
+
+    def semifl_step(avg: dict) -> dict:   # SemiFL's own step, from the current global model (which it leaves as it is)
+        saved = {k: v.clone() for k, v in weights.items()}
+        default(avg)
+        out = {k: v.detach().clone() for k, v in st.model.named_parameters()}
+        with torch.no_grad():
+            for k, v in st.model.named_parameters():
+                v.copy_(saved[k])
+        return out
+    with torch.no_grad():
+        new, st.method[SERVER_KEY] = hooks.step(exp.cfg, state, weights, averaged,
+                                                SimpleNamespace(clients=clients, default=semifl_step))
+        st.method[SERVER_KEY] = _checked(exp.cfg, "server", st.method[SERVER_KEY], state, "step", "server_state")
+        for k, v in st.model.named_parameters():
+            v.copy_(new[k])
+        for k, b in st.model.named_buffers():
+            if k in averaged:
+                b.copy_(averaged[k])
 
 
 def given(exp, st, clients: list[int]) -> list[dict] | None:
@@ -37,24 +90,31 @@ def given(exp, st, clients: list[int]) -> list[dict] | None:
     for c in clients:
         if c not in kept:
             kept[c] = _checked(exp.cfg, c, hooks.init(exp.cfg, weights), None, "init")
-    return [kept[c] for c in clients]
+    shared = {f"server.{k}": v for k, v in server(exp, st).items()}
+    return [{**kept[c], **shared} for c in clients]
 
 
-def after_training(exp, st, clients: list[int], stacked: dict) -> None:
+def after_training(exp, st, clients: list[int], stacked: dict, steps: list[int], lr: float) -> list:
     """`update` for each trained client, from the weights it received (the global model) and those it trained to
-    (stacked: one row per client, in `clients`' order)."""
+    (stacked: one row per client, in `clients`' order), its step count and the round's learning rate. Returns each
+    client's (state before, state after), for the server's step ([] for a method that keeps none)."""
     hooks = exp.cfg.method.client_state_hooks()
     if hooks is None:
-        return
-    kept = st.method[KEY]
+        return []
+    kept, changes = st.method[KEY], []
     start = {k: v.detach() for k, v in st.model.named_parameters()}
+    shared = server(exp, st)
     with torch.no_grad():
         for i, c in enumerate(clients):
             end = {k: stacked[k][i] for k in start}
-            kept[c] = _checked(exp.cfg, c, hooks.update(exp.cfg, kept[c], start, end), kept[c], "update")
+            ctx = SimpleNamespace(steps=int(steps[i]), lr=float(lr), server=shared)
+            before = kept[c]
+            kept[c] = _checked(exp.cfg, c, hooks.update(exp.cfg, before, start, end, ctx), before, "update")
+            changes.append((before, kept[c]))
+    return changes
 
 
-def _checked(cfg, client: int, state, before: dict | None, hook: str) -> dict:
+def _checked(cfg, client, state, before: dict | None, hook: str, which: str = "client_state") -> dict:
     """state, if it is name -> tensor (with before's names and shapes, after an update); else one line."""
     allowed = ("name -> tensor" if before is None else
                ", ".join(f"{k} {tuple(v.shape)}" for k, v in before.items()) + " (the names and shapes init gave)")
@@ -64,6 +124,6 @@ def _checked(cfg, client: int, state, before: dict | None, hook: str) -> dict:
     if bad:
         shown = (", ".join(f"{k} {tuple(v.shape) if isinstance(v, torch.Tensor) else type(v).__name__}"
                            for k, v in got) or "nothing") if isinstance(state, dict) else type(state).__name__
-        raise ConfigError(f"method {cfg.algorithm!r}: its client_state {hook} returned {shown} for client {client}; "
-                          f"allowed: {allowed}")
+        whose = "" if client == "server" else f" for client {client}"
+        raise ConfigError(f"method {cfg.algorithm!r}: its {which} {hook} returned {shown}{whose}; allowed: {allowed}")
     return {k: v.detach() for k, v in state.items()}

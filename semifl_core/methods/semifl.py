@@ -197,7 +197,8 @@ def train_clients(exp, st, rnd: Round, tasks, clients: list[int], loss_fn):
     with rnd.timed("clients"):
         stacked, new_states, stats = exp.engine.train(st.model, tasks, loss_fn, rnd.lr, states, ids=clients,
                                                       given=client_state.given(exp, st, clients))
-        client_state.after_training(exp, st, clients, stacked)   # a variant's state per client, if it keeps one
+        rnd.client_changes = client_state.after_training(exp, st, clients, stacked, [t.steps for t in tasks],
+                                                         rnd.lr)   # a variant's state per client, if it keeps one
     if keep:
         st.client_states.update({c: s for c, s in zip(clients, new_states) if s})
     record_training(rec, sum(t.size.sum() for t in tasks), sum(t.steps for t in tasks), stats)
@@ -262,7 +263,11 @@ def end_round(exp, st, rnd: Round, stacked: dict, weights: torch.Tensor | None =
             averaged = average(stacked, server_weights, weights)
             if rnd.diagnose:
                 diag["acc_average"] = exp.diagnostic_accuracy(st.model, averaged)
-            global_momentum_step(st.model, st.global_opt, averaged)
+            step = lambda avg: global_momentum_step(st.model, st.global_opt, avg)  # noqa: E731
+            if cfg.method.server_state_hooks() is None:
+                step(averaged)
+            else:   # a variant's own aggregation step (methods/client_state.py)
+                client_state.server_step(exp, st, averaged, rnd.client_changes, step)
     if rnd.diagnose:
         diag["acc_aggregate"] = exp.diagnostic_accuracy(st.model, per_class=diag, prefix="aggregate_")
     if cfg.finetune and (cfg.round_order != "paper" or rnd.last):
