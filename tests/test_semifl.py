@@ -187,8 +187,8 @@ def test_the_smoke_profile_trains_the_clients_in_every_round(engine, tmp_path, m
     import pandas as pd
     from semifl_core.data import synthetic
     from semifl_core.run import run
-    calls, real = [], semifl_loss.parts_loss
-    monkeypatch.setattr(semifl_loss, "parts_loss", lambda f, b, *a: (calls.append(1), real(f, b, *a))[1])
+    calls, real = [], semifl.client_loss   # SemiFL's own loss (Eq. 5, 6), which client_objective hands the engine
+    monkeypatch.setattr(semifl, "client_loss", lambda f, b, *a: (calls.append(1), real(f, b, *a))[1])
     for seed in (0, 1, 2):
         calls.clear()
         out = run(profile("smoke", seed=seed, engine=engine), tmp_path, device="cpu", progress=False, data=synthetic())

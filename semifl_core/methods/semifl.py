@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from .. import augment
-from ..net import graph_safe
+from ..net import batch_ce, graph_safe
 from ..models import load_weights, predict
 from ..rounds import Round, RoundRecord, client_round
 from ..tasks import make_tasks
@@ -27,10 +27,24 @@ from .losses import fixmatch_loss, record_fixmatch, supervised_loss  # noqa: F40
 
 # ---------------------------------------------------------------------- the loss of one local step
 @graph_safe
-def client_loss(f, b, remedy: skew_losses.Remedy = skew_losses.Remedy()):
-    """Eq. (5), (6) with lambda = 1 and a label-skew remedy (skew_losses.Remedy: it changes the CEs and adds its
-    terms); each CE a batch mean (parts_loss with SemiFL's parts)."""
-    return parts_loss(f, b, Parts(remedy))
+def client_loss(f, b, remedy: skew_losses.Remedy | None = None):
+    """One local step's loss, Eq. (5) with lambda = 1: L = L_fix + L_mix, each CE a mean over the step's real samples.
+      L_fix = CE(f(A(x_fix)), y_fix)                                    the fix batch, strongly augmented (Eq. 3)
+      x_mix = lam alpha(x_fix) + (1 - lam) alpha(x_b^mix)               mixup with the mix batch (Eq. 4)
+      L_mix = lam CE(f(x_mix), y_fix) + (1 - lam) CE(f(x_mix), y_mix)   Eq. (6)
+    The fix and mix batches run as the authors' two calls of the network, each with its own batch statistics (f.parts:
+    one forward of both where it can); without a mix batch (mix_loss=False) L = L_fix. With a label-skew remedy (or a
+    variant's changed parts: semifl_loss.Parts) the same equations run through parts_loss, in the same order."""
+    if remedy is not None:
+        return parts_loss(f, b, Parts(remedy))
+    if "x_mix" not in b:
+        return batch_ce(f(b["x"]), b["y"], b), b["x"].new_zeros(0)
+    mixed = augment.mixup(b["x_weak"], b["x_mix"], b["lam"])
+    out_fix, out_mix = f.parts(b["x"], mixed)
+    loss = batch_ce(out_fix, b["y"], b)                             # L_fix
+    loss = loss + b["lam"] * batch_ce(out_mix, b["y"], b)           # + L_mix, its two terms summed one by one
+    loss = loss + (1 - b["lam"]) * batch_ce(out_mix, b["y_mix"], b)
+    return loss, b["x"].new_zeros(0)
 
 
 # ---------------------------------------------------------------------- ServerUpdate
@@ -149,8 +163,9 @@ def client_objective(cfg):
     own data."""
     options = strong_options(cfg)
     if cfg.global_pseudo_labels:
-        return semifl_client_loss(cfg), dict(view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None,
-                                             **options)
+        plain = not cfg.method.client_loss and type(skew_losses.remedy(cfg)) is skew_losses.Remedy
+        return client_loss if plain else semifl_client_loss(cfg), dict(
+            view="strong", mix_alpha=cfg.mixup_alpha if cfg.mix_loss else None, **options)
     return fixmatch_loss(cfg.threshold), dict(view="strong", weak_too=True, **options)
 
 

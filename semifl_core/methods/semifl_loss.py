@@ -1,7 +1,8 @@
 """What a SemiFL variant builds its clients' loss on (docs/adding_a_method.md): SemiFL's client loss, Eq. (5) and
 (6) of the NeurIPS paper, in the parts a variant changes one at a time (`Parts`, `parts_loss`), the loss of a config
 before its variant (`base_loss`) and the loss SemiFL's clients train with: the variant's, with SemiFL's switches around
-it (`semifl_client_loss`). methods/semifl.py's `client_loss` is Eq. (5), (6) with a label-skew remedy, through here."""
+it (`semifl_client_loss`). Eq. (5), (6) themselves are written out in methods/semifl.py's `client_loss`, which SemiFL
+runs; a variant or a label-skew remedy runs the same equations through here, in the same order of sums."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
