@@ -128,3 +128,24 @@ def test_splice_replaces_only_what_stands_between_the_markers():
     text = f"intro\n{begin}\nold\n{end}\noutro\n"
     once = readme.splice(text, readme.HEADLINE, "new")
     assert once == f"intro\n{begin}\n\nnew\n\n{end}\noutro\n" and readme.splice(once, readme.HEADLINE, "new") == once
+
+
+def test_every_readme_final_word_is_the_one_its_notebook_shows():
+    """The README's verdict of a claim the confirmation judges is the final word the committed notebooks show for it
+    (their confirmation cells' last column), so the two cannot disagree after a render."""
+    import html as html_lib
+    shown = {}
+    for nb in sorted((REPO / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(nb.read_text())["cells"]:
+            if cell["cell_type"] != "code" or "confirmation.frame" not in "".join(cell["source"]):
+                continue
+            for out in cell.get("outputs", []):
+                page = "".join(out.get("data", {}).get("text/html", ""))
+                for row in re.findall(r"<tr>(.*?)</tr>", page, flags=re.S):
+                    cells = [html_lib.unescape(c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
+                    if len(cells) == 4 and cells[0] != "claim":
+                        shown.setdefault(cells[0], set()).add(cells[-1])
+    rows = [r for r in readme.rows() if r["claim"] in {c["claim"] for c in K.load_plan()["claims"]}]
+    assert rows and all(r["claim"] in shown for r in rows), "a confirmation claim of the README no notebook shows"
+    for r in rows:
+        assert shown[r["claim"]] == {r["verdict"]}, f"{r['claim']}: README {r['verdict']}, notebooks {shown[r['claim']]}"
