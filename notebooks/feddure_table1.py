@@ -32,7 +32,7 @@
 #
 # The columns *FedDure paper* are FedDure's published numbers (ResNet-9, 200 rounds, mean of 3 runs), quoted from `semifl_core/report/paper.py`: theirs, not ours. Our cells are final-round test accuracy, mean (population std) and n over seeds. Verdicts follow the package's rule: a claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero (FedDure's labels sit at the clients, so its rows share no labeled set with SemiFL's: Welch's interval); fewer than three seeds give no verdict.
 #
-# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

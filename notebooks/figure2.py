@@ -20,7 +20,7 @@
 #
 # **The question**: is it the long local training on self-labeled data that breaks FedAvg + FixMatch? The paper's claim is that one local step a round works better than several epochs. **Fixed before the runs**: the `small` profile (N_S=100, the 16-32-64 CNN, 100 clients, 10 active, 30 rounds), seeds 0-2, E=5 against one client SGD step a round, and the rule of Table 1's study: A above B is *held* when A's mean exceeds B's by more than the two seed spreads (population std) together, *not held* when B's exceeds A's by that much, *within noise* otherwise. The claims below judge by the interval rule that replaced it (docs/verdicts.md), with the old rule's verdict beside each. A reading to test against the curves, not a measurement: with one step a round the clients hardly leave the global model, so such a run should stay close to Partially Supervised itself.
 #
-# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

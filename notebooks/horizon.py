@@ -22,7 +22,7 @@
 #
 # **Fixed before any of these runs**: the profiles, the R values, and the rule. Gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed (Fully Supervised: 10 epochs, the profile's sizing), at the final round and as the mean over the evaluated rounds in the last 10 % of the run (rounds >= 0.9 R). The rule then: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, within noise otherwise; a claim with one seed reads *one seed: no verdict*. The claims below judge by the rule that replaced it, with its verdict beside: a claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict. The paper's 87 % (CIFAR-10, N_S=250, IID, WResNet-28-2, 800 rounds) is drawn beside ours as theirs.
 #
-# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

@@ -20,7 +20,7 @@
 #
 # The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/profiles.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
 #
-# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

@@ -24,7 +24,7 @@
 #
 # The column *paper (CIFAR-10, N_S=250)* quotes the paper's numbers (`semifl_core/report/paper.py`; its parentheses hold standard errors over 4 seeds): CIFAR-10 with WResNet-28-2 and 800 rounds, not this run. The paper's rows that the package does not run (the other centralized SSL methods, FedMatch, FedRGD) are listed apart, below ours. A method of your own joins the table, its claims and the takeaway with the parameter `methods` (`papermill ... -y "methods: [semifl-prox]"`; docs/adding_a_method.md), its paper cells empty.
 #
-# **How it runs.** The run cell reuses the runs committed in `results/` and trains only those that are missing; `make render` (and CI) renders with `SEMIFL_NO_TRAIN=1`, which trains nothing and says so in the run cell's first line: a run not in `results/` is left out and named there, and its cells read *not run*.
+# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs
@@ -39,6 +39,7 @@ results_dir = None         # None -> the repository's results/ (committed runs a
 figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 methods = []               # methods of your own to add, e.g. ['semifl-prox'] (docs/adding_a_method.md)
+fields = {}                # their own fields' values, e.g. {'prox_mu': 0.1}
 
 
 # %%
@@ -57,7 +58,7 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
 
 # %%
 methods = report.check_methods(methods)
-df = report.table1_runs(profile, pairs, seed_list, results_dir, device, rounds, methods)
+df = report.table1_runs(profile, pairs, seed_list, results_dir, device, rounds, methods, fields)
 print(report.runs_summary(df))
 
 # %% [markdown]

@@ -216,3 +216,25 @@ def test_a_value_the_method_fixes_is_never_overridden_silently_and_an_unknown_na
     assert profile("smoke", algorithm="fedavg-fixmatch", finetune=False).finetune is False   # the same value: fine
     with pytest.raises(ConfigError, match=r"^algorithm='semifl-prx': allowed are .*SEMIFL_METHODS"):
         profile("smoke", algorithm="semifl-prx")
+
+
+def test_table1_takes_an_added_methods_own_fields_and_says_where_a_stray_one_goes(monkeypatch):
+    """The table1 notebook's `fields` reach the methods that declare them (and no other row); a field none of the added
+    methods declares, or one given as a notebook parameter of its own, is one line."""
+    from semifl_core.methods import Field
+    from semifl_core.report import configs
+    from semifl_core.report.runs import INJECTED, check_injected
+    register(Method("toy-field", "Toy-Field", variant_of=methods.SEMIFL, client_loss=lambda cfg, base: base,
+                    fields={"toy_mu": Field(0.5)}))
+    try:
+        cfgs = configs.table1_configs("smoke", "fashionmnist", 100, methods=["toy-field"], fields={"toy_mu": 0.25})
+        toy = [c for label, c in cfgs.items() if label.startswith("Toy-Field")]
+        assert len(toy) == 4 and all(c.toy_mu == 0.25 for c in toy)
+        assert all(c.algorithm != "toy-field" for label, c in cfgs.items() if not label.startswith("Toy-Field"))
+        with pytest.raises(ConfigError, match=r"^fields: 'prox_mu' is a field of none of the methods added"):
+            configs.table1_configs("smoke", "fashionmnist", 100, methods=["toy-field"], fields={"prox_mu": 0.1})
+        with pytest.raises(ConfigError, match=r"^notebook parameter 'toy_mu' is a field of toy-field: give it in "
+                                              r"`fields`"):
+            check_injected(["methods = []\nfields = {}\n", f"{INJECTED}toy_mu = 0.25\n"])
+    finally:
+        METHODS.pop("toy-field", None)

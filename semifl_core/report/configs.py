@@ -6,7 +6,7 @@ import functools
 
 import pandas as pd
 
-from ..config import PROFILE_GRID, profile
+from ..config import PROFILE_GRID, ConfigError, profile
 from ..methods import (CBAFED_METHODS, FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
                        FIXMATCH, FL2, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
 from . import paper
@@ -48,25 +48,34 @@ def check_methods(methods) -> tuple:
     return tuple(methods)
 
 
-def table1_configs(p, ds, n, rounds=None, methods=()) -> dict:
+def table1_configs(p, ds, n, rounds=None, methods=(), fields=None) -> dict:
     """Table 1: the centralized baselines and the ceiling (centralized FixMatch), then per partition SemiFL and the
-    federated baselines; `methods` (check_methods): more methods, each in its own rows (per partition if federated)."""
+    federated baselines; `methods` (check_methods): more methods, each in its own rows (per partition if federated);
+    `fields`: values of those methods' own fields (Method.fields), each given to the methods that declare it."""
+    from ..methods import fields_of
+    methods, fields = check_methods(methods), dict(fields or {})
+    own = {m: {k: v for k, v in fields.items() if k in fields_of(m)} for m in methods}
+    for name in fields:
+        if not any(name in o for o in own.values()):
+            raise ConfigError(f"fields: {name!r} is a field of none of the methods added ({', '.join(methods) or 'none'}"
+                              "); allowed: the fields those methods declare")
     cfgs = baseline_configs(p, ds, n, rounds)
     cfgs[label_of(FIXMATCH)] = make(p, ds, n, rounds, algorithm=FIXMATCH)
-    extra = [m for m in check_methods(methods) if not METHODS[m].federated]
-    cfgs.update({label_of(m): make(p, ds, n, rounds, algorithm=m) for m in extra})
+    extra = [m for m in methods if not METHODS[m].federated]
+    cfgs.update({label_of(m): make(p, ds, n, rounds, algorithm=m, **own[m]) for m in extra})
     for part in PARTITIONS:
         cfgs[f"{label_of(SEMIFL)} | {part}"] = make(p, ds, n, rounds, partition=part)
-        for m in (*TABLE1_FEDERATED.get(p, (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED)),
-                  *(m for m in methods if METHODS[m].federated)):
+        for m in TABLE1_FEDERATED.get(p, (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED)):
             cfgs[f"{label_of(m)} | {part}"] = make(p, ds, n, rounds, partition=part, algorithm=m)
+        for m in (m for m in methods if METHODS[m].federated):
+            cfgs[f"{label_of(m)} | {part}"] = make(p, ds, n, rounds, partition=part, algorithm=m, **own[m])
     return cfgs
 
 
-def table1_runs(p, pairs, seeds, results_dir, device="auto", rounds=None, methods=()) -> pd.DataFrame:
+def table1_runs(p, pairs, seeds, results_dir, device="auto", rounds=None, methods=(), fields=None) -> pd.DataFrame:
     """Table 1's runs (table1_configs) for every (dataset, N_S) pair, with the methods a notebook's `methods`
-    parameter adds (checked first: check_methods)."""
-    builder = functools.partial(table1_configs, methods=check_methods(methods))
+    parameter adds (checked first: check_methods) and their own fields' values (`fields`)."""
+    builder = functools.partial(table1_configs, methods=check_methods(methods), fields=fields)
     return run_pairs(builder, p, pairs, seeds, results_dir, device, rounds)
 
 

@@ -204,6 +204,12 @@ def check_injected(history: list[str]) -> None:
     unknown = [name for name in injected if name not in declared and not name.startswith("PAPERMILL_")]
     if unknown:
         import difflib
+
+        from ..methods import METHODS
+        owners = [m.name for m in METHODS.values() if unknown[0] in m.fields]
+        if owners and "fields" in declared:   # a method's own field: the notebook takes it in `fields`
+            raise ConfigError(f"notebook parameter {unknown[0]!r} is a field of {', '.join(owners)}: give it in "
+                              f"`fields`, e.g. -y \"fields: {{{unknown[0]}: ...}}\" (with methods naming {owners[0]})")
         close = difflib.get_close_matches(unknown[0], declared, n=1)
         raise ConfigError(f"unknown notebook parameter {unknown[0]!r}" + (f" (did you mean {close[0]!r}?)" if close
                           else "") + f"; this notebook's parameters are {', '.join(declared)}")
