@@ -47,6 +47,8 @@ def test_part3_long_plan_is_what_the_gate_sends_on_and_what_the_campaign_trains(
                               ).set_index(["remedy", "partition"])
     monkeypatch.setattr(label_skew, "committed_part3_long_table", lambda *a, **k: long_table)
     queued = {cfg.key() for _, cfg in campaign.queue(["label_skew_part3_long"])}
-    asked = {cfg.replace(seed=s).key() for r, parts in [*plan.items(), (C.FEDVLS, ("iid",))] for s in (0, 1, 2)
+    # and the remedy the seed plan's reading sent to IID on 2026-11-29 keeps its IID runs (label_skew.PART3_IID_SENT)
+    iid = [(r, ("iid",)) for r in (C.FEDVLS, *label_skew.PART3_IID_SENT)]
+    asked = {cfg.replace(seed=s).key() for r, parts in [*plan.items(), *iid] for s in (0, 1, 2)
              for cfg in C.label_skew_long_configs("long", "fashionmnist", 100, r, parts).values()}
-    assert queued == asked and len(queued) == 18
+    assert queued == asked and len(queued) == 21
