@@ -18,7 +18,6 @@ from .paper import ABLATION_PARTITIONS
 from .rule import (NOT_WORSE_RULE, RULE, SEPARATION_RULE, Seeded, Verdict, above, at_least, bootstrap_at_least, every,
                    family, flip, not_worse, paired, separation, welch)
 from . import confirmation  # noqa: F401 (report.confirmation.frame in the notebooks)
-from .seed_plan import horizon_planned, partitions_planned
 from .runs import (COLUMNS, REPO, curves, describe, estimate_minutes, grid, make, minutes_per_round, notebook_setup,
                    plain_tables, repo_path, table_html, run_all, run_pairs, stored_runs,
                    runs_summary, say, seeds_of, shown, train_minutes)

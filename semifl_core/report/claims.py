@@ -396,33 +396,19 @@ def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:
     return claims(items)
 
 
-def _planned_item(claim: str, a: dict, b: dict, k: int) -> tuple:
-    """A claim 'a above b' at the seeds the seed plan gave it (k planned; a and b by seed, those in so far)."""
-    verdict = above(a, b)
-    verdict.planned = k
-    return claim, verdict, f"{mean_std(list(a.values()))} vs {mean_std(list(b.values()))}"
-
-
-def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winners=None,
-                   planned: dict | None = None, long_planned: dict | None = None) -> pd.DataFrame:
+def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winners=None) -> pd.DataFrame:
     """The training-length study's claims (df: configs.horizon_runs), per R in `horizons`: SemiFL above Partially
     Supervised, the centralized ceiling above it, SemiFL closing at least half the gap (the paper: 87 % under IID).
     With long_df (Table 1's runs at the `long_name` profile, for (dataset, N_S) `pair`), the same first claim per
     partition at that profile, final round as above; with `winners` (tables.long_winners_table), each few-label
-    winner's verdict against Partially Supervised, read from that table so that the two cannot disagree. planned
-    (seed_plan.horizon_planned): {R: (SemiFL's, Partially Supervised's accuracies by seed, n planned)} for the
-    lengths whose first claim the seed plan gave more seeds: judged at those, its interval saying how many are in;
-    long_planned (seed_plan.partitions_planned) the same for the `long_name` rows, by partition."""
+    winner's verdict against Partially Supervised, read from that table so that the two cannot disagree."""
     from .tables import GAP_FINAL, horizon_points
     pts, items = horizon_points(df), []
     for r in horizons:
         semi, psl, fm = (seed_values(df, R=r, method=label_of(m)) for m in (SEMIFL, PARTIALLY_SUPERVISED, FIXMATCH))
         closed = pts[pts.R == r][GAP_FINAL].to_numpy(float)
-        if r in (planned or {}):   # at the seeds the seed plan gave it (the README's headline reads the same)
-            items.append(_planned_item(f"[R={r}] SemiFL beats Partially Supervised", *planned[r]))
-        else:
-            items.append((f"[R={r}] SemiFL beats Partially Supervised", above(semi, psl),
-                          f"{mean_std(semi)} vs {mean_std(psl)}"))
+        items.append((f"[R={r}] SemiFL beats Partially Supervised", above(semi, psl),
+                      f"{mean_std(semi)} vs {mean_std(psl)}"))
         items.append((f"[R={r}] SemiFL closes at least half of the Partially -> Fully gap (paper, IID: 87 %)",
                       at_least(closed, 50.0), f"gap closed {mean_std(closed, '%')}"))
         if r in FIXMATCH_HORIZONS:
@@ -433,9 +419,6 @@ def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winn
         psl = accuracy(long_df, ds, n, label_of(PARTIALLY_SUPERVISED), metric="final_acc")
         for part in PARTITIONS:
             claim = f"[{long_name}, {paper.PARTITION_NAMES[part]}] SemiFL beats Partially Supervised"
-            if part in (long_planned or {}):
-                items.append(_planned_item(claim, *long_planned[part]))
-                continue
             semi = accuracy(long_df, ds, n, label_of(SEMIFL), part, metric="final_acc")
             items.append((claim, above(semi[2], psl[2]), f"{semi[1]} vs {psl[1]}"))
     for w in [] if winners is None else winners.to_dict("records"):

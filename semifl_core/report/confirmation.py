@@ -35,7 +35,7 @@ from scipy import stats
 
 from ..config import Config
 from ..methods import PARTIALLY_SUPERVISED
-from .rule import ALPHA, Judged, holm, paired
+from .rule import ALPHA, Judged, holm, lower_end, paired, upper_end
 from .runs import final_accs, repo_path
 
 FRESH = tuple(range(100, 108))   # seeds no committed run had when the plan was written (0-7 had been used)
@@ -259,8 +259,7 @@ def _explored(c, side: int) -> str:
     """The seed plan's reading of a claim at seeds 0-2 (its exploration family's Holm), on the claimed side."""
     if c.verdict not in ("held", "not held", "within noise"):
         return c.verdict
-    lo, hi = (float(x) for x in c.interval.split("[")[1].rstrip("]").split(", "))
-    diff = float(c.interval.split(" [")[0])
+    lo, hi, diff = lower_end(c.interval), upper_end(c.interval), float(c.interval.split(" [")[0])
     if side < 0:
         lo, hi, diff = -hi, -lo, -diff
     verdict = "held" if lo > 0 else "not held" if hi < 0 else "within noise"

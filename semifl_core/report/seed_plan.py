@@ -26,8 +26,8 @@ from ..config import Config
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from ..results import open_run
 from . import configs as C
-from .paper import PARTITION_NAMES, PARTITIONS
-from .rule import at_planned, holm, paired, seeds_to_decide
+from .paper import PARTITION_NAMES
+from .rule import holm, paired, seeds_to_decide
 from .runs import REPO, final_accs, train_minutes
 
 PLANNED_FROM = (0, 1, 2)       # the seeds the plan was computed from (committed before it was written)
@@ -109,38 +109,6 @@ def planned_seeds(a: Config, b: Config, results_dir=None) -> tuple:
 def added_seeds(a: Config, b: Config, results_dir=None) -> tuple:
     """The seeds the plan gave a claim 'a above b' (0 to n-1; PLANNED_FROM where it gave none): its runs, committed."""
     return _planned(results_dir).get((a.replace(seed=0).key(), b.replace(seed=0).key()), PLANNED_FROM)
-
-
-def at_planned_seeds(a: Config, b: Config, results_dir=None) -> tuple[dict, dict, int] | None:
-    """A claim 'a above b' where the plan gave it more seeds than PLANNED_FROM: a's and b's final accuracies by seed at
-    its planned seeds both hold so far, and how many seeds it is planned at; None where the plan gave it none."""
-    seeds = planned_seeds(a, b, results_dir)
-    if len(seeds) <= len(PLANNED_FROM):
-        return None
-    x, y = at_planned(final_accs(a, seeds, results_dir), final_accs(b, seeds, results_dir), seeds, len(PLANNED_FROM))
-    return x, y, len(seeds)
-
-
-def horizon_planned(p, ds, n, results_dir=None) -> dict:
-    """{R: at_planned_seeds(SemiFL, Partially Supervised)} for the training lengths whose claim 'SemiFL above Partially
-    Supervised' the plan gave more seeds (the horizon notebook reads them as the README's headline does)."""
-    out = {}
-    for r in C.horizons_of(p, ds):
-        cfgs = C.horizon_configs(p, ds, n, r)
-        semi, psl = (cfgs[f"R={r} | {C.label_of(m)}"] for m in (SEMIFL, PARTIALLY_SUPERVISED))
-        got = at_planned_seeds(semi, psl, results_dir)
-        if got:
-            out[r] = got
-    return out
-
-
-def partitions_planned(p, ds, n, results_dir=None) -> dict:
-    """{partition: at_planned_seeds(SemiFL, Partially Supervised)} for Table 1's runs at profile p whose claim 'SemiFL
-    above Partially Supervised' the plan gave more seeds (the horizon notebook's `long` rows)."""
-    cfgs = C.table1_configs(p, ds, n)
-    out = {part: at_planned_seeds(cfgs[f"{C.label_of(SEMIFL)} | {part}"], cfgs[C.label_of(PARTIALLY_SUPERVISED)],
-                                  results_dir) for part in PARTITIONS}
-    return {part: got for part, got in out.items() if got}
 
 
 def _asks(c: Claim) -> bool:
