@@ -16,7 +16,7 @@
 # kernels (its results must not depend on the instruction set). The notebook tests run two notebooks at a time
 # (SEMIFL_TEST_JOBS=1: one).
 # `make test-distributed`: installs the [distributed] extra (Flower, Ray) and runs the tests of its adapters.
-# `make bench-gpu`: the GPU measurement, one markdown table (scripts/bench_gpu.py: under 8 minutes on an H100 or
+# `make bench-gpu`: the GPU measurement, one markdown table (scripts/bench.py: under 8 minutes on an H100 or
 # H200; its docstring says how to carry Fashion-MNIST to a lent GPU machine). It needs no venv (a device machine has
 # none): the venv's python if there is one, else python3. `make bench-gpu ARGS=--smoke`: tiny sizes on a CPU, seconds.
 # `make render`: re-execute every notebook in place from the committed results only (nothing trains; seconds each),
@@ -80,4 +80,4 @@ check-notebooks: $(VENV)/.installed notebook-save
 	$(PY) tests/browser_check.py
 
 bench-gpu:
-	PYTHONPATH=$(CURDIR) $(if $(wildcard $(PY)),$(PY),python3) scripts/bench_gpu.py $(ARGS)
+	PYTHONPATH=$(CURDIR) $(if $(wildcard $(PY)),$(PY),python3) scripts/bench.py $(ARGS)

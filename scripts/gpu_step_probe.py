@@ -49,6 +49,7 @@ from torch.func import functional_call, grad, vmap
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))   # bench.py beside this file
 
 from semifl_core.config import profile  # noqa: E402
 from semifl_core.models import make_model  # noqa: E402
@@ -207,7 +208,8 @@ def engine_breakdown(log, dev="cuda", name: str = "paper") -> dict:
     profiler tables of a 6-step call, eager and captured. (per_step_ms, fixed_s: the 2- and 24-step calls' difference
     over 22 steps; it holds two more eager warm-up steps and the capture, so it is not the cost of a step: replay_ms
     is.)"""
-    from semifl_core import bench, engine as engine_mod
+    import bench
+    from semifl_core import engine as engine_mod
     from semifl_core.engine import Speed
     from semifl_core.run import Experiment
     dev = torch.device(dev)
@@ -323,7 +325,7 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
     wall clock (time.time()) of its round's start and end, so that such processes' overlap can be checked."""
     import copy
 
-    from semifl_core import bench
+    import bench
     from semifl_core.run import Experiment
     dev = torch.device(dev)
     cfg = profile(name).replace(threshold=0.0, engine="vectorized")

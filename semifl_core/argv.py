@@ -1,6 +1,5 @@
-"""The command lines' shared parsing (`semifl`, `python -m semifl_core.bench`, the Flower apps): an argparse that
-reports a usage error as one line, and `--set NAME=VALUE` overrides as typed config fields. Below cli and bench, so
-that neither imports the other."""
+"""The command lines' shared parsing (`semifl`, scripts/bench.py, the Flower apps): an argparse that
+reports a usage error as one line, and `--set NAME=VALUE` overrides as typed config fields."""
 from __future__ import annotations
 
 import argparse

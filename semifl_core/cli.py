@@ -1,4 +1,4 @@
-"""Command line: `semifl run`, `semifl profiles`, `semifl runs`, `semifl demo`, `semifl bench`, `semifl sweep`.
+"""Command line: `semifl run`, `semifl profiles`, `semifl runs`, `semifl demo`, `semifl sweep`.
 
     semifl run --profile small --dataset fashionmnist --set partition=dir-0.3 seed=1
     semifl sweep table3 --profile small --seeds 0 1 2          (on Ray: the [distributed] extra)
@@ -10,7 +10,6 @@ input or a damaged results store, 1 when training fails or the results directory
 from __future__ import annotations
 
 import os
-import re
 import sys
 
 from .argv import Parser, parse_sets
@@ -60,13 +59,6 @@ def build_parser() -> Parser:
     ls.add_argument("--results-dir", default="results", metavar="DIR", help="default: %(default)s")
     ls.add_argument("--clean", action="store_true",
                     help="remove incomplete and corrupt runs first (never a run that a process holds)")
-    b = sub.add_parser("bench", help="time the sequential and vectorized engines on the same rounds")
-    common(b, f"one of {', '.join(METHODS)} (default: {SEMIFL})")
-    b.add_argument("--rounds", type=int, default=2, metavar="N", help="timed rounds per engine, >= 1 (default: 2)")
-    b.add_argument("--warmup", type=int, default=5, metavar="N",
-                   help="untimed rounds before timing, >= 0, so that pseudo-labels appear (default: 5)")
-    b.add_argument("--synthetic-shape", default=None, metavar="CxHxW",
-                   help="e.g. 3x32x32: random data of this shape if the dataset's files are absent (default: none)")
     sw = sub.add_parser("sweep", help="run a notebook's grid of runs on Ray (the [distributed] extra)",
                         description="Run every configuration of a notebook's grid (GRID) for every seed on Ray, one "
                                     "task a run: complete runs in --results-dir are reused, interrupted ones resumed; "
@@ -155,15 +147,6 @@ def _command(args) -> int:
         if flag is not None:
             overrides[name] = flag
     dataset = overrides.pop("dataset", None)
-    if args.cmd == "bench":
-        if args.rounds < 1 or args.warmup < 0:
-            raise ConfigError(f"--rounds {args.rounds} --warmup {args.warmup}: rounds must be >= 1, warmup >= 0")
-        if args.synthetic_shape and not re.fullmatch(r"[1-9]\d*x[1-9]\d*x[1-9]\d*", args.synthetic_shape):
-            raise ConfigError(f"--synthetic-shape {args.synthetic_shape!r}: expected CxHxW, e.g. 3x32x32")
-        from .bench import bench
-        bench(profile(args.profile, dataset, **overrides), args.rounds, args.device, args.data_root,
-              args.synthetic_shape, args.warmup)
-        return 0
     if args.cmd == "run":
         cfg = profile(args.profile, dataset, **overrides)
         from .run import run

@@ -154,7 +154,6 @@ CASES = [
      ["--algorithm partially-supervised", "baseline"], 2),
     ("--dataset and --set dataset disagree", ["run", *SMOKE, "--dataset", "mnist", "--set", "dataset=cifar10"],
      ["--dataset mnist", "dataset=cifar10"], 2),
-    ("bench rounds 0", ["bench", *SMOKE, "--rounds", "0"], ["--rounds 0"], 2),
     ("dataset files missing, offline", ["run", *SMOKE, "--dataset", "cifar10", "--data-root", "{tmp}/data"],
      ["cifar10", "cifar-10-batches-py"], 2),
     ("download fails (item 8)", ["run", *SMOKE, "--dataset", "mnist", "--data-root", "{tmp}/data"],
@@ -244,7 +243,7 @@ def test_bad_input_gives_one_line(case, templates, tmp_path, capsys, monkeypatch
     if patch:
         patch(monkeypatch)
     argv = [a.replace("{file}", str(tmp_path / "a_file")).replace("{tmp}", str(tmp_path)) for a in argv]
-    if argv[0] in ("run", "demo", "bench") and "--results-dir" not in argv:
+    if argv[0] in ("run", "demo") and "--results-dir" not in argv:
         argv += ["--results-dir", str(out_dir)]
     if template:
         cfg = COMPLETE if template == "complete" else INCOMPLETE
@@ -326,7 +325,7 @@ def test_repeated_set_all_count_and_demo_honours_algorithm(monkeypatch, capsys, 
 
 def test_every_run_option_says_its_default_and_allowed_values():   # item 16
     sub = build_parser()._subparsers._group_actions[0]
-    for command in ("run", "demo", "bench"):
+    for command in ("run", "demo"):
         for action in sub.choices[command]._actions:
             if action.dest != "help":
                 assert action.help and "default" in action.help, (command, action.dest)

@@ -3,13 +3,25 @@ import numpy as np
 import pytest
 
 from float_bound import longest_sum, rtol
-from semifl_core.bench import bench
 from semifl_core.config import profile
+
+
+def _script(name: str):
+    """scripts/<name>.py loaded as a module (scripts/ is not a package)."""
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+bench = _script("bench")
 
 
 def test_bench_times_both_engines_on_identical_rounds(capsys):
     cfg = profile("smoke", threshold=0.0)   # every sample passes the threshold, so clients do train
-    df = bench(cfg, rounds=2, device="cpu", warmup=1)
+    df = bench.bench(cfg, rounds=2, device="cpu", warmup=1)
     seq, vec = df[df.engine == "sequential"], df[df.engine == "vectorized"]
     assert list(seq["round"]) == list(vec["round"]) == [2, 3]
     assert list(seq.client_samples) == list(vec.client_samples) and seq.client_samples.min() > 0
@@ -18,12 +30,11 @@ def test_bench_times_both_engines_on_identical_rounds(capsys):
     assert "vectorized vs sequential" in out and "1 untimed warm-up rounds" in out
 
 
-# ---------------------------------------------------------------------- `python -m semifl_core.bench gpu`
+# ---------------------------------------------------------------------- `scripts/bench.py gpu`
 def test_gpu_profile_counts_ops_and_syncs_per_engine_and_prints_every_column():
     import torch
 
-    from semifl_core.bench import gpu_profile, markdown
-    from semifl_core.bench import speed_variants
+    gpu_profile, markdown, speed_variants = bench.gpu_profile, bench.markdown, bench.speed_variants
     cfg = profile("smoke")
     names = [n for n, _ in speed_variants(torch.device("cpu"))]
     keep = [n for n in names if n in ("baseline", "default") or "cuda_graphs" in n]
@@ -54,7 +65,7 @@ def test_gpu_profile_counts_ops_and_syncs_per_engine_and_prints_every_column():
 def test_gpu_profile_past_its_deadline_measures_nothing_and_says_so():
     import time
 
-    from semifl_core.bench import gpu_profile
+    gpu_profile = bench.gpu_profile
     rows = gpu_profile(profile("smoke"), "cpu", engines=("vectorized",), deadline=time.monotonic())
     assert rows and all(r["note"].startswith("skipped: not enough time") and "round_s" not in r for r in rows)
 
@@ -62,7 +73,7 @@ def test_gpu_profile_past_its_deadline_measures_nothing_and_says_so():
 def test_host_syncs_counts_the_host_reads_and_puts_tensor_back_as_it_was():
     import torch
 
-    from semifl_core.bench import host_syncs
+    host_syncs = bench.host_syncs
     before = {name: torch.Tensor.__dict__.get(name) for name in ("item", "cpu", "tolist", "numpy")}
     t = torch.arange(3.0)
     with host_syncs(torch.device("cpu")) as n:
@@ -75,7 +86,6 @@ def test_host_syncs_counts_the_host_reads_and_puts_tensor_back_as_it_was():
 def test_the_peak_table_knows_the_hopper_boards_by_their_names(monkeypatch):
     import torch
 
-    from semifl_core import bench
     for name, tflops in (("NVIDIA H100 80GB HBM3", 67), ("NVIDIA H100 PCIe", 51.2), ("NVIDIA H200", 67),
                          ("NVIDIA H200 NVL", 60)):
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda device, n=name: n)
@@ -116,16 +126,6 @@ def test_the_per_client_graphs_probe_steps_each_client_as_the_vmap_step_does(tmp
     assert "per-client step equals the vmap step" in out.stdout and (tmp_path / "client-graphs.md").exists()
 
 
-def _script(name: str):
-    """scripts/<name>.py loaded as a module (scripts/ is not a package)."""
-    import importlib.util
-    from pathlib import Path
-    spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().parents[1] / "scripts" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
 def test_the_switch_rule_turns_compile_on_only_under_its_share_with_its_tests_passing():
     """scripts/gpu_step_probe.py --choose, the rule that makes compile a default: median round <= 0.90 of the default's, and
     its CUDA tests finished without a failure; otherwise the default stays."""
@@ -154,7 +154,7 @@ def test_the_phase_rule_turns_wide_passes_on_only_when_its_evaluation_phase_is_u
 
 
 def test_the_device_script_in_smoke_mode_prints_one_table_and_goes_on_without_fashion_mnist(tmp_path):
-    """scripts/bench_gpu.py --smoke, with Fashion-MNIST hidden (as on a device machine it was not carried to): it says
+    """scripts/bench.py --smoke, with Fashion-MNIST hidden (as on a device machine it was not carried to): it says
     so in one line, skips that part, times the CNN part on random images of its shape, and prints one table with
     every part and the K-runs rows; $OUT gets the same table. Every part named (no per-part budget) and a deadline far
     off, so that a slow or loaded machine skips nothing; no compile on the CPU, no op count below zero."""
@@ -166,7 +166,7 @@ def test_the_device_script_in_smoke_mode_prints_one_table_and_goes_on_without_fa
     hide = ("import pathlib, runpy, sys; import semifl_core.data as d; "
             "d.DEBIAN_FASHION_MNIST = pathlib.Path(sys.argv[1]); sys.argv = [sys.argv[2], *sys.argv[3:]]; "
             "runpy.run_path(sys.argv[0], run_name='__main__')")
-    out = subprocess.run([sys.executable, "-c", hide, str(tmp_path / "none"), str(repo / "scripts" / "bench_gpu.py"),
+    out = subprocess.run([sys.executable, "-c", hide, str(tmp_path / "none"), str(repo / "scripts" / "bench.py"),
                           "--smoke", "--device", "cpu", "--data-root", str(tmp_path / "none"), "--out",
                           str(tmp_path / "out"), "--parts", "paper-cifar,grid,paper-fmnist,small", "--deadline", "540"],
                          capture_output=True, text=True, timeout=600,
@@ -188,3 +188,9 @@ def test_the_device_script_in_smoke_mode_prints_one_table_and_goes_on_without_fa
     assert every and all("but compile" in r["note"] for r in every)
     counted = [r for r in rows if "aten_ops_per_client_step" in r]
     assert counted and all(r["aten_ops_per_client_step"] > 0 for r in counted)
+
+
+def test_the_engines_measurement_refuses_bad_rounds_in_one_line(capsys):
+    assert bench.main(["engines", "--profile", "smoke", "--device", "cpu", "--rounds", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--rounds 0" in err[0] and ">= 1" in err[0]
