@@ -118,28 +118,6 @@ def table1_claims(df, pairs, methods=()) -> pd.DataFrame:
     return claims(items)
 
 
-def table2_claims(df, pairs) -> pd.DataFrame:
-    items = []
-    for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
-        part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED), metric=FINAL)
-        for p in ABLATION_PARTITIONS:
-            a = {k: accuracy(df, ds, n, v, p, FINAL) for k, v in TABLE2_VARIANTS.items()}
-            ev = "; ".join(f"{TABLE2_VARIANTS[k]}: {v[1]}" for k, v in a.items())
-            pn = paper.PARTITION_NAMES[p]
-            items += [
-                (pre + f"{pn}: fine-tune + global pseudo-labels is the best of the four combinations (final round)",
-                 every(above(a[(True, True)][2], a[k][2]) for k in TABLE2_VARIANTS if k != (True, True)), ev),
-                (pre + f"{pn}: fine-tuning alone beats global pseudo-labels alone (final round)",
-                 above(a[(True, False)][2], a[(False, True)][2]), ev),
-                (pre + f"{pn}: full SemiFL beats Partially Supervised (final round)", above(a[(True, True)][2], part[2]),
-                 f"SemiFL {a[(True, True)][1]} vs Partially Supervised {part[1]}"),
-                (pre + f"{pn}: FedAvg + FixMatch falls below Partially Supervised (final round)", above(part[2], a[(False, False)][2]),
-                 f"FedAvg+FixMatch {a[(False, False)][1]} vs Partially Supervised {part[1]}"),
-            ]
-    return claims(items)
-
-
 def figure6_claims(long, pairs) -> pd.DataFrame:
     """Pseudo-label quality of full SemiFL against each other Table 2 variant, per seed averaged over the second half
     of the rounds."""

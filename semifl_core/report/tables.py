@@ -13,7 +13,7 @@ from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED,
                        SEMIFL)
 from . import paper
-from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of,
+from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, PARTITIONS
 from .rule import Seeded, above
@@ -195,31 +195,6 @@ def _ablation_columns(row: dict, paper_by_partition: dict, paper_label: str, df,
         row[f"{pn}: {paper_label}"] = paper_cell(paper_by_partition[part])
         row[f"{pn}: this run"] = accuracy(df, ds, n, method, part)[1]
     return row
-
-
-def table2(df, ds, n) -> pd.DataFrame:
-    pl = paper.label(*paper.TABLE2_DATASET)
-    rows = []
-    for key in [*BASELINE_METHODS, *TABLE2_VARIANTS]:   # a baseline's method name or (finetune, global)
-        name = label_of(key) if isinstance(key, str) else TABLE2_VARIANTS[key]
-        row = {"method": name, "fine-tune": "N/A" if isinstance(key, str) else ("yes" if key[0] else "no"),
-               "global pseudo-labels": "N/A" if isinstance(key, str) else ("yes" if key[1] else "no")}
-        rows.append(_ablation_columns(row, paper.TABLE2[key], pl, df, ds, n, name))
-    return pd.DataFrame(rows)
-
-
-def table2_ends(df, ds, n) -> pd.DataFrame:
-    """Table 2's variants at their best round (what the paper reports) beside their final round: a variant that
-    peaks and then collapses looks as good as one that keeps its accuracy in the best-round table."""
-    rows = []
-    for (ft, gl), name in TABLE2_VARIANTS.items():
-        row = {"method": name, "fine-tune": "yes" if ft else "no", "global pseudo-labels": "yes" if gl else "no"}
-        for part in ABLATION_PARTITIONS:
-            pn = paper.PARTITION_NAMES[part]
-            row[f"{pn}: best round"] = accuracy(df, ds, n, name, part)[1]
-            row[f"{pn}: final round"] = accuracy(df, ds, n, name, part, "final_acc")[1]
-        rows.append(row)
-    return pd.DataFrame(rows)
 
 
 def figure2_table(df, metric: str = "best_acc") -> pd.DataFrame:
