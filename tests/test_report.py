@@ -288,12 +288,13 @@ def test_table3_judges_server_only_statistics_paired_by_seed_and_never_holds_an_
         return pd.DataFrame([dict(dataset="fashionmnist", num_supervised=100, partition=part, sbn_source=src, seed=s,
                                   final_acc=v, best_acc=90 - v, draw="d") for part in ("iid", "non-iid-l-2")
                              for src, vals in (("server", server), ("all", all_)) for s, v in enumerate(vals)])
+    table3_claims = load("table3")["table3_claims"]
     claim = "IID: sBN statistics from the server only are not worse than from server and clients (final round)"
     # a seed-wide spread of 4 points, server 0.9-1.1 points below all at every seed: paired, that is a loss
-    c = report.table3_claims(runs([66.0, 70.1, 74.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
+    c = table3_claims(runs([66.0, 70.1, 74.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
     assert c.loc[claim, "verdict"] == "not held" and "paired t" in c.loc[claim, INTERVAL]
     # server 0.5 below at one seed, 0.6 above at another: no loss found, within noise (never 'held')
-    c = report.table3_claims(runs([66.5, 71.6, 75.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
+    c = table3_claims(runs([66.5, 71.6, 75.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
     assert c.loc[claim, "verdict"] == "within noise"
 
 

@@ -15,7 +15,6 @@ from .claims import (
     learning_curve_claims,
     scale_claims,
     table1_claims,
-    table3_claims,
     table4_claims,
     table5_claims,
     Takeaway,
@@ -135,7 +134,6 @@ from .tables import (
     suspects_table,
     table1,
     table1_paper_only,
-    table3,
     table4,
     table5,
 )

@@ -12,9 +12,9 @@ from . import paper
 from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
-from .rule import Verdict, above, at_least, every, flip, not_worse
+from .rule import Verdict, above, at_least, every, flip
 from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, feddure_values, mean_std, paper_table4, profile_table4,
-                     same_value, seed_values, seeded, select, split_table, stage_change, stage_halves, stage_table,
+                     same_value, seed_values, seeded, split_table, stage_change, stage_halves, stage_table,
                      suspects_table)
 
 
@@ -143,21 +143,6 @@ def figure6_claims(long, pairs) -> pd.DataFrame:
                        for m in late.index.get_level_values(0).unique()}
                 items.append((claim, every(above(per[best], v) for m, v in per.items() if m != best),
                               "; ".join(f"{m}: {mean_std(v.values())}" for m, v in per.items())))
-    return claims(items)
-
-
-def table3_claims(df, pairs) -> pd.DataFrame:
-    """The paper: sBN statistics from the server only are about as good as from server and clients; judged as the
-    one-sided claim 'server only not worse than server and clients' (rule.NOT_WORSE_RULE, paired by seed: both arms
-    share the seed's labeled set), at the final round."""
-    items = []
-    for ds, n in pairs:
-        for part in ABLATION_PARTITIONS:
-            s = seeded(select(df, ds, n, sbn_source="server", partition=part), FINAL)
-            a = seeded(select(df, ds, n, sbn_source="all", partition=part), FINAL)
-            evidence = f"server {mean_std(s)} vs all {mean_std(a)}"
-            items.append((_prefix(pairs, ds, n) + f"{paper.PARTITION_NAMES[part]}: sBN statistics from the server only "
-                          "are not worse than from server and clients (final round)", not_worse(s, a), evidence))
     return claims(items)
 
 

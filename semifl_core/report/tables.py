@@ -212,20 +212,6 @@ def figure2_table(df, metric: str = "best_acc") -> pd.DataFrame:
     return out if out["data"].nunique() > 1 else out.drop(columns="data")
 
 
-def table3(df, ds, n) -> pd.DataFrame:
-    pds, pn_ = paper.paper_column_for(ds, n)
-    pl = paper.label(pds, pn_)
-    rows = []
-    for src, name in (("server", "server only"), ("all", "server and clients")):
-        row = {"sBN statistics": name}
-        for part in ABLATION_PARTITIONS:
-            pn = paper.PARTITION_NAMES[part]
-            row[f"{pn}: {pl}"] = paper_cell(paper.TABLE3[src].get((pn_, part)))
-            row[f"{pn}: this run"] = mean_std(select(df, ds, n, sbn_source=src, partition=part).best_acc)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
 def table5(df, p, ds, n) -> pd.DataFrame:
     pl = paper.label(*paper.TABLE5_DATASET)
     rows = []
