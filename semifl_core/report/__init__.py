@@ -15,7 +15,6 @@ from .claims import (
     learning_curve_claims,
     scale_claims,
     table1_claims,
-    table4_claims,
     table5_claims,
     Takeaway,
     takeaway,
@@ -126,7 +125,6 @@ from .tables import (
     long_winners_table,
     mean_std,
     ns_rule,
-    profile_differences,
     rounds_rule,
     scale_table,
     split_table,
@@ -134,6 +132,5 @@ from .tables import (
     suspects_table,
     table1,
     table1_paper_only,
-    table4,
     table5,
 )

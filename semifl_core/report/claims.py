@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED,
                        FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
 from . import paper
@@ -13,9 +12,8 @@ from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENT
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
 from .rule import Verdict, above, at_least, every, flip
-from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, feddure_values, mean_std, paper_table4, profile_table4,
-                     same_value, seed_values, seeded, split_table, stage_change, stage_halves, stage_table,
-                     suspects_table)
+from .tables import (STAGE_STEPS, accuracy, feddure_values, mean_std, seed_values, seeded, split_table,
+                     stage_change, stage_halves, stage_table, suspects_table)
 
 
 INTERVAL = "A - B [95 % interval], n, test"   # rule.Verdict.interval()
@@ -206,20 +204,6 @@ def learning_curve_claims(df, c, pairs) -> pd.DataFrame:
                 (pre + f"{pn}: SemiFL ends above Partially Supervised (final round)", above(final[2], part[2]),
                  f"{final[1]} vs {part[1]}"),
             ]
-    return claims(items)
-
-
-def table4_claims(pairs) -> pd.DataFrame:
-    items = []
-    for ds, n in pairs:
-        cfg = profile("paper", ds, num_supervised=n)
-        diffs = []
-        for name, fld in TABLE4_FIELDS:
-            v = profile_table4(cfg, fld)
-            if not same_value(v, paper_table4(ds, n, fld)):
-                diffs.append(f"{name}: {v} vs paper {paper_table4(ds, n, fld)}")
-        items.append((f"profile('paper') for {paper.DATASET_NAMES.get(ds, ds)}, N_S={n} has Table 4's hyperparameters",
-                      not diffs, "; ".join(diffs) or f"all {len(TABLE4_FIELDS)} values match"))
     return claims(items)
 
 
