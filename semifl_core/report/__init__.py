@@ -15,7 +15,6 @@ from .claims import (
     learning_curve_claims,
     scale_claims,
     table1_claims,
-    table5_claims,
     Takeaway,
     takeaway,
     theorem1_claims,
@@ -132,5 +131,4 @@ from .tables import (
     suspects_table,
     table1,
     table1_paper_only,
-    table5,
 )

@@ -8,8 +8,8 @@ import pandas as pd
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED,
                        FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
 from . import paper
-from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
-                      table5_label, table5_rows)
+from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS,
+                      label_of)
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
 from .rule import Verdict, above, at_least, every, flip
 from .tables import (STAGE_STEPS, accuracy, feddure_values, mean_std, seed_values, seeded, split_table,
@@ -141,26 +141,6 @@ def figure6_claims(long, pairs) -> pd.DataFrame:
                        for m in late.index.get_level_values(0).unique()}
                 items.append((claim, every(above(per[best], v) for m, v in per.items() if m != best),
                               "; ".join(f"{m}: {mean_std(v.values())}" for m, v in per.items())))
-    return claims(items)
-
-
-def table5_claims(df, p, pairs) -> pd.DataFrame:
-    items = []
-    for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
-        labels = [table5_label(*row) for row in table5_rows(p, ds, n)]
-        low_e, no_mix, no_mom, full = labels
-        for part in ABLATION_PARTITIONS:
-            a = {l: accuracy(df, ds, n, l, part, FINAL) for l in labels}
-            pn = paper.PARTITION_NAMES[part]
-            items += [
-                (pre + f"{pn}: fewer local epochs hurt ({low_e} below {full}) (final round)", above(a[full][2], a[low_e][2]),
-                 f"{a[low_e][1]} vs {a[full][1]}"),
-                (pre + f"{pn}: the mix loss helps ({full} above {no_mix}) (final round)", above(a[full][2], a[no_mix][2]),
-                 f"{a[full][1]} vs {a[no_mix][1]}"),
-                (pre + f"{pn}: global momentum helps ({full} above beta_g=0) (final round)", above(a[full][2], a[no_mom][2]),
-                 f"{a[full][1]} vs {a[no_mom][1]}"),
-            ]
     return claims(items)
 
 

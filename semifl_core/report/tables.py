@@ -12,8 +12,7 @@ import pandas as pd
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED,
                        SEMIFL)
 from . import paper
-from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, label_of,
-                      table5_label, table5_rows)
+from .configs import BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, label_of
 from .paper import ABLATION_PARTITIONS, PARTITIONS
 from .rule import Seeded, above
 from .runs import curves, train_minutes
@@ -209,20 +208,6 @@ def figure2_table(df, metric: str = "best_acc") -> pd.DataFrame:
         rows.append(row)
     out = _table(rows, ["data", "method", *(paper.PARTITION_NAMES[p] for p in ABLATION_PARTITIONS)])
     return out if out["data"].nunique() > 1 else out.drop(columns="data")
-
-
-def table5(df, p, ds, n) -> pd.DataFrame:
-    pl = paper.label(*paper.TABLE5_DATASET)
-    rows = []
-    for (e, bg, mx), key in zip(table5_rows(p, ds, n), paper.TABLE5):
-        label = table5_label(e, bg, mx)
-        row = {"E (paper)": key[0], "E (this run)": int(e) if float(e).is_integer() else e, "beta_g": bg,
-               "mixup": "yes" if mx else "no"}
-        rows.append(_ablation_columns(row, paper.TABLE5[key], pl, df, ds, n, label))
-    out = pd.DataFrame(rows)
-    if (out["E (paper)"] == out["E (this run)"]).all():   # the profile's E is the paper's: one column says both
-        out = out.drop(columns="E (this run)").rename(columns={"E (paper)": "E"})
-    return out
 
 
 def fsl_plateau(df, batch: int) -> tuple[pd.DataFrame, int]:
