@@ -11,6 +11,8 @@ from semifl_core.methods import (CBAFED, CBAFED_METHODS, FEDAVG_FIXMATCH, FULLY_
                                  SEMIFL)
 from semifl_core.report.configs import label_of
 
+from notebook_code import load
+
 matplotlib.use("Agg")
 
 
@@ -134,7 +136,7 @@ def _fig2_rows():
 def test_no_table_shows_nan():
     """figure2's table printed NaN for the baselines under Non-IID K=2 (they have one run, under no partition); a
     missing float anywhere shows as '-' in both the HTML and the text form."""
-    t = report.figure2_table(_fig2_rows())
+    t = load("figure2")["figure2_table"](_fig2_rows())
     assert list(t.columns) == ["method", "Non-IID, K=2", "IID"]
     assert not t.isna().any().any() and "nan" not in t.to_string().lower()
     assert (t.set_index("method").loc[label_of(FULLY_SUPERVISED)] == "81.0 (0.8) n=3").all()

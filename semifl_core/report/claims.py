@@ -144,27 +144,6 @@ def figure6_claims(long, pairs) -> pd.DataFrame:
     return claims(items)
 
 
-def figure2_claims(df, pairs) -> pd.DataFrame:
-    items = []
-    for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
-        part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED), metric=FINAL)
-        fix = label_of(FEDAVG_FIXMATCH)   # figure2_configs' labels: f"{fix}, 1 local step" and f"{fix}, E=<E>"
-        one = next((m for m in df.method.unique() if "1 local step" in m), f"{fix}, 1 local step")
-        many = next((m for m in df.method.unique() if m.startswith(f"{fix}, E=")), f"{fix}, E")
-        e_name = many.split(", ", 1)[1]
-        for p in ABLATION_PARTITIONS:
-            a1, ae = accuracy(df, ds, n, one, p, FINAL), accuracy(df, ds, n, many, p, FINAL)
-            pn = paper.PARTITION_NAMES[p]
-            items += [
-                (pre + f"{pn}: FedAvg + FixMatch with multiple local epochs falls below Partially Supervised (final round)",
-                 above(part[2], ae[2]), f"{many}: {ae[1]}; Partially Supervised {part[1]}"),
-                (pre + f"{pn}: FedAvg + FixMatch works better with one local step per round than with {e_name} (final round)",
-                 above(a1[2], ae[2]), f"1 step: {a1[1]}; {e_name}: {ae[1]}"),
-            ]
-    return claims(items)
-
-
 def learning_curve_claims(df, c, pairs) -> pd.DataFrame:
     items = []
     for ds, n in pairs:

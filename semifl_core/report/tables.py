@@ -195,21 +195,6 @@ def _ablation_columns(row: dict, paper_by_partition: dict, paper_label: str, df,
     return row
 
 
-def figure2_table(df, metric: str = "best_acc") -> pd.DataFrame:
-    """Figure 2's runs (df: run_pairs over configs.figure2_configs) at `metric`, mean (std) n: a row per method, a
-    column per ablation partition. A centralized baseline has no partition: its one run fills both columns (as the
-    figure draws it in both panels). A data column leads when df holds several (dataset, N_S) pairs."""
-    rows = []
-    for (pair, method), g in df.groupby(["pair", "method"], sort=False):
-        row = {"data": pair, "method": method}
-        for part in ABLATION_PARTITIONS:
-            at = g if method in BASELINES else g[g.partition == part]
-            row[paper.PARTITION_NAMES[part]] = mean_std(at.sort_values("seed")[metric])
-        rows.append(row)
-    out = _table(rows, ["data", "method", *(paper.PARTITION_NAMES[p] for p in ABLATION_PARTITIONS)])
-    return out if out["data"].nunique() > 1 else out.drop(columns="data")
-
-
 def fsl_plateau(df, batch: int) -> tuple[pd.DataFrame, int]:
     """Fully Supervised accuracy per recipe and training length (fsl_sizing_configs' runs), and the rule's E_F for
     the profile's batch: the shortest length whose mean final accuracy is within 0.5 points of the next (twice as
