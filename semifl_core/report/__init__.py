@@ -16,7 +16,6 @@ from .claims import (
     table1_claims,
     Takeaway,
     takeaway,
-    theorem1_claims,
 )
 from .configs import (
     authors_details_configs,
