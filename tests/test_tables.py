@@ -113,7 +113,7 @@ def test_long_winners_table_compares_each_winner_with_its_own_partition():
 
 def test_table1_keeps_the_paper_only_rows_apart_and_prints_paper_cells_as_ours():
     df = pd.DataFrame(columns=["dataset", "num_supervised", "method", "partition", "seed", "best_acc", "final_acc"])
-    ours, only = report.table1(df, "fashionmnist", 100), report.table1_paper_only("fashionmnist", 100)
+    ours, only = report.table1(df, "fashionmnist", 100), load("table1")["table1_paper_only"]("fashionmnist", 100)
     assert not ours.method.str.contains("paper only").any() and "Pi-Model" not in set(ours.method)
     assert {"Pi-Model", "FedMatch", "FedRGD"} <= set(only.method)
     paper_col = next(c for c in ours.columns if c.startswith("paper"))

@@ -13,7 +13,6 @@ from .claims import (
     horizon_claims,
     learning_curve_claims,
     scale_claims,
-    table1_claims,
     Takeaway,
     takeaway,
 )
@@ -127,5 +126,4 @@ from .tables import (
     stage_table,
     suspects_table,
     table1,
-    table1_paper_only,
 )

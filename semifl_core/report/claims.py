@@ -5,12 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED,
-                       FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
+from ..methods import FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FIXMATCH, PARTIALLY_SUPERVISED, SEMIFL
 from . import paper
 from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS,
                       label_of)
-from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
+from .paper import ABLATION_PARTITIONS, PARTITIONS
 from .rule import Verdict, above, at_least, every
 from .tables import (STAGE_STEPS, accuracy, feddure_values, mean_std, seed_values, seeded, split_table,
                      stage_change, stage_halves, stage_table, suspects_table)
@@ -68,52 +67,6 @@ def takeaway(table: pd.DataFrame) -> Takeaway:
 def _prefix(pairs, ds, n):
     """'[dataset, N_S=n] ' before a claim when the notebook shows several (dataset, N_S) pairs."""
     return f"[{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}] " if len(pairs) > 1 else ""
-
-
-def table1_claims(df, pairs, methods=()) -> pd.DataFrame:
-    """Table 1's claims, judged at the final round as the README's headline is (each claim says so; the table shows
-    the best round too, as the paper reports it); `methods`: for each method added, that it beats Partially Supervised
-    and SemiFL (under every partition, if federated)."""
-    from ..methods import METHODS
-    items = []
-    for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
-        acc = lambda m, p=None: accuracy(df, ds, n, m, p, "final_acc")
-        semi, fix, het = ({p: acc(label_of(m), p) for p in PARTITIONS} for m in (SEMIFL, FEDAVG_FIXMATCH,
-                                                                                 FEDAVG_SUPERVISED))
-        part, full = acc(label_of(PARTIALLY_SUPERVISED)), acc(label_of(FULLY_SUPERVISED))
-        ev = lambda d: ", ".join(f"{paper.PARTITION_NAMES[k]}: {v[1]}" for k, v in d.items())
-        items += [
-            (pre + "SemiFL beats Partially Supervised under every partition (final round)",
-             every(above(semi[p][2], part[2]) for p in PARTITIONS),
-             f"SemiFL {ev(semi)}; Partially Supervised {part[1]}"),
-            (pre + "SemiFL beats FedAvg + FixMatch (vanilla SSFL) under every partition (final round)",
-             every(above(semi[p][2], fix[p][2]) for p in PARTITIONS), f"SemiFL {ev(semi)}; FedAvg+FixMatch {ev(fix)}"),
-            (pre + "FedAvg + FixMatch stays below Partially Supervised under every partition (final round)",
-             every(above(part[2], fix[p][2]) for p in PARTITIONS),
-             f"FedAvg+FixMatch {ev(fix)}; Partially Supervised {part[1]}"),
-            (pre + "Fully Supervised stays above SemiFL under every partition (final round)",
-             every(above(full[2], semi[p][2]) for p in PARTITIONS), f"Fully Supervised {full[1]}; SemiFL {ev(semi)}"),
-            (pre + "SemiFL beats supervised FL (HeteroFL row) under Non-IID, K=2 (final round)",
-             above(semi[NON_IID_K2][2], het[NON_IID_K2][2]),
-             f"SemiFL {semi[NON_IID_K2][1]} vs HeteroFL {het[NON_IID_K2][1]}"),
-            (pre + "SemiFL degrades with label skew: IID above Non-IID K=2 (final round)",
-             above(semi[IID][2], semi[NON_IID_K2][2]), f"SemiFL {ev(semi)}"),
-        ]
-        for m in methods:
-            name = label_of(m)
-            if not METHODS[m].federated:
-                own = acc(name)
-                items.append((pre + f"{name} beats Partially Supervised (final round)", above(own[2], part[2]),
-                              f"{name} {own[1]}; Partially Supervised {part[1]}"))
-                continue
-            own = {p: acc(name, p) for p in PARTITIONS}
-            items += [(pre + f"{name} beats Partially Supervised under every partition (final round)",
-                       every(above(own[p][2], part[2]) for p in PARTITIONS),
-                       f"{name} {ev(own)}; Partially Supervised {part[1]}"),
-                      (pre + f"{name} beats SemiFL under every partition (final round)",
-                       every(above(own[p][2], semi[p][2]) for p in PARTITIONS), f"{name} {ev(own)}; SemiFL {ev(semi)}")]
-    return claims(items)
 
 
 def figure6_claims(long, pairs) -> pd.DataFrame:

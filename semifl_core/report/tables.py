@@ -124,18 +124,6 @@ def table1(df, ds, n, methods=()) -> pd.DataFrame:
         columns={"final": f"this run, final round {where}"})
 
 
-def table1_paper_only(ds, n) -> pd.DataFrame:
-    """The rows of the paper's Table 1 that the package does not run (the centralized SSL methods but FixMatch,
-    FedMatch and FedRGD per partition): the paper's number only, at the paper's (dataset, N_S) for (ds, n)."""
-    pds, pn = paper.paper_column_for(ds, n)
-    rows = [{"group": "SSL (centralized)", "method": m, "paper": paper.table1(m, None, pds, pn)}
-            for m in paper.TABLE1_SSL if m != "FixMatch"]
-    rows += [{"group": paper.PARTITION_NAMES[part], "method": m, "paper": paper.table1(m, part, pds, pn)}
-             for part in PARTITIONS for m in ("FedMatch", "FedRGD")]
-    return pd.DataFrame(rows).assign(paper=lambda d: d.paper.map(paper_cell)).rename(
-        columns={"paper": paper.label(pds, pn) + ", not run here"})
-
-
 def gap_closed(semifl, partial, full) -> float:
     """The share of the Partially -> Fully Supervised gap that SemiFL closes, in percent (100 = all of it): the one
     unit every table, claim and figure of the package gives it in."""
