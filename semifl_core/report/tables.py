@@ -1,6 +1,7 @@
-"""One function per table of the paper and of the studies (Table 1-5, the gap closed, the sizing rule, the scale
-study's points and cost, the diagnosis' suspects, stages, classes and splits): runs in, a DataFrame out, with
-"mean (std) n=k" cells and the paper's numbers beside ours."""
+"""One function per table that more than one notebook shows, or that a study reads (Table 1, the gap closed, the
+sizing rule, the scale study's points and cost, the diagnosis' suspects, stages, classes and splits), and the cells
+they share: runs in, a DataFrame out, with "mean (std) n=k" cells and the paper's numbers beside ours. A table only
+one notebook shows (Tables 2-5, Figure 2's) is built in that notebook."""
 from __future__ import annotations
 
 import math
