@@ -72,12 +72,70 @@ for ds, n in pairs:
     report.save_figure(fig, figures_dir, 'figure2' if len(pairs) == 1 else f'figure2_{ds}_{n}')
 
 # %% [markdown]
+# ## How the table and the claims are built
+#
+# The table: per method and ablation partition, the runs' best round, mean (population std) n=seeds. The claims: per partition, at the final round by `above` (`semifl_core/report/rule.py`), FedAvg + FixMatch with E local epochs against Partially Supervised and against itself with one local step a round.
+
+# %% tags=["definitions"]
+import pandas as pd
+
+from semifl_core.methods import FEDAVG_FIXMATCH, PARTIALLY_SUPERVISED
+from semifl_core.report import paper
+from semifl_core.report.claims import FINAL, _prefix, claims as claims_table
+from semifl_core.report.configs import BASELINES, label_of
+from semifl_core.report.paper import ABLATION_PARTITIONS
+from semifl_core.report.rule import above
+from semifl_core.report.tables import _table, accuracy, mean_std
+
+
+def figure2_table(df, metric: str = "best_acc") -> pd.DataFrame:
+    """Figure 2's runs (df: run_pairs over configs.figure2_configs) at `metric`, mean (std) n: a row per method,
+    a column per ablation partition. A centralized baseline has no partition: its one run fills both columns (as
+    the figure draws it in both panels). A data column leads when df holds several (dataset, N_S) pairs."""
+    rows = []
+    for (pair, method), g in df.groupby(["pair", "method"], sort=False):
+        row = {"data": pair, "method": method}
+        for part in ABLATION_PARTITIONS:
+            at = g if method in BASELINES else g[g.partition == part]
+            row[paper.PARTITION_NAMES[part]] = mean_std(at.sort_values("seed")[metric])
+        rows.append(row)
+    out = _table(rows, ["data", "method", *(paper.PARTITION_NAMES[p] for p in ABLATION_PARTITIONS)])
+    return out if out["data"].nunique() > 1 else out.drop(columns="data")
+
+
+def figure2_claims(df, pairs) -> pd.DataFrame:
+    """Figure 2's claims, per (dataset, N_S) pair and ablation partition, judged at the final round: FedAvg +
+    FixMatch with several local epochs below Partially Supervised, and below itself with one local step a
+    round."""
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED), metric=FINAL)
+        fix = label_of(FEDAVG_FIXMATCH)   # figure2_configs' labels: "{fix}, 1 local step", "{fix}, E=<E>"
+        one = next((m for m in df.method.unique() if "1 local step" in m), f"{fix}, 1 local step")
+        many = next((m for m in df.method.unique() if m.startswith(f"{fix}, E=")), f"{fix}, E")
+        e_name = many.split(", ", 1)[1]
+        for p in ABLATION_PARTITIONS:
+            a1, ae = accuracy(df, ds, n, one, p, FINAL), accuracy(df, ds, n, many, p, FINAL)
+            pn = paper.PARTITION_NAMES[p]
+            items += [
+                (pre + f"{pn}: FedAvg + FixMatch with multiple local epochs falls below Partially Supervised "
+                       "(final round)",
+                 above(part[2], ae[2]), f"{many}: {ae[1]}; Partially Supervised {part[1]}"),
+                (pre + f"{pn}: FedAvg + FixMatch works better with one local step per round than with {e_name} "
+                       "(final round)",
+                 above(a1[2], ae[2]), f"1 step: {a1[1]}; {e_name}: {ae[1]}"),
+            ]
+    return claims_table(items)
+
+
+# %% [markdown]
 # ## Best-round accuracy
 #
 # Best round's test accuracy, mean (population std) n=seeds. A centralized baseline has one run for both partitions.
 
 # %% tags=["nbval-check-output"]
-report.figure2_table(df)
+figure2_table(df)
 
 
 # %% [markdown]
@@ -86,7 +144,7 @@ report.figure2_table(df)
 # Written from the claims table below (so the two cannot disagree).
 
 # %%
-claims = report.figure2_claims(df, pairs)
+claims = figure2_claims(df, pairs)
 report.takeaway(claims)
 
 # %% [markdown]

@@ -62,6 +62,84 @@ df = report.table1_runs(profile, pairs, seed_list, results_dir, device, rounds, 
 print(report.runs_summary(df))
 
 # %% [markdown]
+# ## How the paper-only rows and the claims are built
+#
+# Table 1 itself (`report.table1`) and the gap table (`report.gap_table`) are shared with the horizon notebook and stay in `semifl_core/report/tables.py`. This notebook's own: the paper's rows it does not run, and its claims, each judged at the final round by `above` (`semifl_core/report/rule.py`), a claim made for every partition by `every`.
+
+# %% tags=["definitions"]
+import pandas as pd
+
+from semifl_core.methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FULLY_SUPERVISED, METHODS,
+                                 PARTIALLY_SUPERVISED, SEMIFL)
+from semifl_core.report import paper
+from semifl_core.report.claims import _prefix, claims as claims_table
+from semifl_core.report.configs import label_of
+from semifl_core.report.paper import IID, NON_IID_K2, PARTITIONS
+from semifl_core.report.rule import above, every
+from semifl_core.report.tables import accuracy, paper_cell
+
+
+def table1_paper_only(ds, n) -> pd.DataFrame:
+    """The rows of the paper's Table 1 that the package does not run (the centralized SSL methods but FixMatch,
+    FedMatch and FedRGD per partition): the paper's number only, at the paper's (dataset, N_S) for (ds, n)."""
+    pds, pn = paper.paper_column_for(ds, n)
+    rows = [{"group": "SSL (centralized)", "method": m, "paper": paper.table1(m, None, pds, pn)}
+            for m in paper.TABLE1_SSL if m != "FixMatch"]
+    rows += [{"group": paper.PARTITION_NAMES[part], "method": m, "paper": paper.table1(m, part, pds, pn)}
+             for part in PARTITIONS for m in ("FedMatch", "FedRGD")]
+    return pd.DataFrame(rows).assign(paper=lambda d: d.paper.map(paper_cell)).rename(
+        columns={"paper": paper.label(pds, pn) + ", not run here"})
+
+
+def table1_claims(df, pairs, methods=()) -> pd.DataFrame:
+    """Table 1's claims, judged at the final round as the README's headline is (each claim says so; the table
+    shows the best round too, as the paper reports it); `methods`: for each method added, that it beats
+    Partially Supervised and SemiFL (under every partition, if federated)."""
+    items = []
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        acc = lambda m, p=None: accuracy(df, ds, n, m, p, "final_acc")
+        semi, fix, het = ({p: acc(label_of(m), p) for p in PARTITIONS} for m in (SEMIFL, FEDAVG_FIXMATCH,
+                                                                                 FEDAVG_SUPERVISED))
+        part, full = acc(label_of(PARTIALLY_SUPERVISED)), acc(label_of(FULLY_SUPERVISED))
+        ev = lambda d: ", ".join(f"{paper.PARTITION_NAMES[k]}: {v[1]}" for k, v in d.items())
+        items += [
+            (pre + "SemiFL beats Partially Supervised under every partition (final round)",
+             every(above(semi[p][2], part[2]) for p in PARTITIONS),
+             f"SemiFL {ev(semi)}; Partially Supervised {part[1]}"),
+            (pre + "SemiFL beats FedAvg + FixMatch (vanilla SSFL) under every partition (final round)",
+             every(above(semi[p][2], fix[p][2]) for p in PARTITIONS),
+             f"SemiFL {ev(semi)}; FedAvg+FixMatch {ev(fix)}"),
+            (pre + "FedAvg + FixMatch stays below Partially Supervised under every partition (final round)",
+             every(above(part[2], fix[p][2]) for p in PARTITIONS),
+             f"FedAvg+FixMatch {ev(fix)}; Partially Supervised {part[1]}"),
+            (pre + "Fully Supervised stays above SemiFL under every partition (final round)",
+             every(above(full[2], semi[p][2]) for p in PARTITIONS),
+             f"Fully Supervised {full[1]}; SemiFL {ev(semi)}"),
+            (pre + "SemiFL beats supervised FL (HeteroFL row) under Non-IID, K=2 (final round)",
+             above(semi[NON_IID_K2][2], het[NON_IID_K2][2]),
+             f"SemiFL {semi[NON_IID_K2][1]} vs HeteroFL {het[NON_IID_K2][1]}"),
+            (pre + "SemiFL degrades with label skew: IID above Non-IID K=2 (final round)",
+             above(semi[IID][2], semi[NON_IID_K2][2]), f"SemiFL {ev(semi)}"),
+        ]
+        for m in methods:
+            name = label_of(m)
+            if not METHODS[m].federated:
+                own = acc(name)
+                items.append((pre + f"{name} beats Partially Supervised (final round)", above(own[2], part[2]),
+                              f"{name} {own[1]}; Partially Supervised {part[1]}"))
+                continue
+            own = {p: acc(name, p) for p in PARTITIONS}
+            items += [(pre + f"{name} beats Partially Supervised under every partition (final round)",
+                       every(above(own[p][2], part[2]) for p in PARTITIONS),
+                       f"{name} {ev(own)}; Partially Supervised {part[1]}"),
+                      (pre + f"{name} beats SemiFL under every partition (final round)",
+                       every(above(own[p][2], semi[p][2]) for p in PARTITIONS),
+                       f"{name} {ev(own)}; SemiFL {ev(semi)}")]
+    return claims_table(items)
+
+
+# %% [markdown]
 # ## Table 1: ours beside the paper's
 #
 # Every row under every partition: ours at the best round (as the paper reports) and at the final round, mean (population std) n=seeds, beside the paper's CIFAR-10 column (its numbers, not this run). A row whose runs are not committed reads *not run*.
@@ -75,7 +153,7 @@ for ds, n in pairs:
 
 # %%
 for ds, n in pairs:
-    display(report.table1_paper_only(ds, n))
+    display(table1_paper_only(ds, n))
 
 # %% [markdown]
 # ## How much of the gap SemiFL closes
@@ -109,7 +187,7 @@ report.confirmation.frame([f"SemiFL above Partially Supervised, R={R}, "])
 # Written from the claims table below (so the two cannot disagree).
 
 # %%
-claims = report.table1_claims(df, pairs, methods)
+claims = table1_claims(df, pairs, methods)
 report.takeaway(claims)
 
 # %% [markdown]

@@ -13,6 +13,8 @@ from semifl_core.report.claims import INTERVAL
 from semifl_core.config import TRAIN_SIZE, profile
 from semifl_core.methods import METHODS, SEMIFL
 
+from notebook_code import load
+
 
 @pytest.mark.parametrize("a, b, want", [
     ([80, 81, 82], [70, 71, 72], "held"),            # 10 points apart, spreads 0.8 each
@@ -260,6 +262,7 @@ def test_table2_shows_each_variants_final_round_beside_its_best_and_judges_the_f
     its best, per partition; its claims are judged at the final round (the best is picked on the test set), and none
     holds by construction (no 'final below best')."""
     from semifl_core.report.configs import TABLE2_VARIANTS
+    table2 = load("table2")
     ft_only = TABLE2_VARIANTS[(True, False)]
     rows = []
     for name in TABLE2_VARIANTS.values():
@@ -268,11 +271,11 @@ def test_table2_shows_each_variants_final_round_beside_its_best_and_judges_the_f
             rows += [dict(method=name, dataset="fashionmnist", num_supervised=100, partition=part, seed=s,
                           best_acc=70.0 + s, final_acc=(10.0 + s) if collapse else 69.0 + s) for s in range(3)]
     df = pd.DataFrame(rows)
-    t = report.table2_ends(df, "fashionmnist", 100).set_index("method")
+    t = table2["table2_ends"](df, "fashionmnist", 100).set_index("method")
     assert t.loc[ft_only, "Non-IID, K=2: best round"] == "71.0 (0.8) n=3"
     assert t.loc[ft_only, "Non-IID, K=2: final round"] == "11.0 (0.8) n=3"
     assert t.loc[ft_only, "IID: final round"] == "70.0 (0.8) n=3"
-    c = report.table2_claims(df, [("fashionmnist", 100)]).set_index("claim").verdict
+    c = table2["table2_claims"](df, [("fashionmnist", 100)]).set_index("claim").verdict
     assert c["Non-IID, K=2: fine-tuning alone beats global pseudo-labels alone (final round)"] == "not held"
     assert c["IID: fine-tuning alone beats global pseudo-labels alone (final round)"] == "within noise"  # equal finals
     assert not any("best round" in claim for claim in c.index)
@@ -285,12 +288,13 @@ def test_table3_judges_server_only_statistics_paired_by_seed_and_never_holds_an_
         return pd.DataFrame([dict(dataset="fashionmnist", num_supervised=100, partition=part, sbn_source=src, seed=s,
                                   final_acc=v, best_acc=90 - v, draw="d") for part in ("iid", "non-iid-l-2")
                              for src, vals in (("server", server), ("all", all_)) for s, v in enumerate(vals)])
+    table3_claims = load("table3")["table3_claims"]
     claim = "IID: sBN statistics from the server only are not worse than from server and clients (final round)"
     # a seed-wide spread of 4 points, server 0.9-1.1 points below all at every seed: paired, that is a loss
-    c = report.table3_claims(runs([66.0, 70.1, 74.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
+    c = table3_claims(runs([66.0, 70.1, 74.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
     assert c.loc[claim, "verdict"] == "not held" and "paired t" in c.loc[claim, INTERVAL]
     # server 0.5 below at one seed, 0.6 above at another: no loss found, within noise (never 'held')
-    c = report.table3_claims(runs([66.5, 71.6, 75.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
+    c = table3_claims(runs([66.5, 71.6, 75.0], [67.0, 71.0, 75.1]), [("fashionmnist", 100)]).set_index("claim")
     assert c.loc[claim, "verdict"] == "within noise"
 
 

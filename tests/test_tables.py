@@ -11,6 +11,8 @@ from semifl_core.methods import (CBAFED, CBAFED_METHODS, FEDAVG_FIXMATCH, FULLY_
                                  SEMIFL)
 from semifl_core.report.configs import label_of
 
+from notebook_code import load
+
 matplotlib.use("Agg")
 
 
@@ -111,7 +113,7 @@ def test_long_winners_table_compares_each_winner_with_its_own_partition():
 
 def test_table1_keeps_the_paper_only_rows_apart_and_prints_paper_cells_as_ours():
     df = pd.DataFrame(columns=["dataset", "num_supervised", "method", "partition", "seed", "best_acc", "final_acc"])
-    ours, only = report.table1(df, "fashionmnist", 100), report.table1_paper_only("fashionmnist", 100)
+    ours, only = report.table1(df, "fashionmnist", 100), load("table1")["table1_paper_only"]("fashionmnist", 100)
     assert not ours.method.str.contains("paper only").any() and "Pi-Model" not in set(ours.method)
     assert {"Pi-Model", "FedMatch", "FedRGD"} <= set(only.method)
     paper_col = next(c for c in ours.columns if c.startswith("paper"))
@@ -134,7 +136,7 @@ def _fig2_rows():
 def test_no_table_shows_nan():
     """figure2's table printed NaN for the baselines under Non-IID K=2 (they have one run, under no partition); a
     missing float anywhere shows as '-' in both the HTML and the text form."""
-    t = report.figure2_table(_fig2_rows())
+    t = load("figure2")["figure2_table"](_fig2_rows())
     assert list(t.columns) == ["method", "Non-IID, K=2", "IID"]
     assert not t.isna().any().any() and "nan" not in t.to_string().lower()
     assert (t.set_index("method").loc[label_of(FULLY_SUPERVISED)] == "81.0 (0.8) n=3").all()

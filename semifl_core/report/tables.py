@@ -1,6 +1,7 @@
-"""One function per table of the paper and of the studies (Table 1-5, the gap closed, the sizing rule, the scale
-study's points and cost, the diagnosis' suspects, stages, classes and splits): runs in, a DataFrame out, with
-"mean (std) n=k" cells and the paper's numbers beside ours."""
+"""One function per table that more than one notebook shows, or that a study reads (Table 1, the gap closed, the
+sizing rule, the scale study's points and cost, the diagnosis' suspects, stages, classes and splits), and the cells
+they share: runs in, a DataFrame out, with "mean (std) n=k" cells and the paper's numbers beside ours. A table only
+one notebook shows (Tables 2-5, Figure 2's) is built in that notebook."""
 from __future__ import annotations
 
 import math
@@ -9,12 +10,10 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED,
                        SEMIFL)
 from . import paper
-from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of,
-                      table5_label, table5_rows)
+from .configs import BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, label_of
 from .paper import ABLATION_PARTITIONS, PARTITIONS
 from .rule import Seeded, above
 from .runs import curves, train_minutes
@@ -126,18 +125,6 @@ def table1(df, ds, n, methods=()) -> pd.DataFrame:
         columns={"final": f"this run, final round {where}"})
 
 
-def table1_paper_only(ds, n) -> pd.DataFrame:
-    """The rows of the paper's Table 1 that the package does not run (the centralized SSL methods but FixMatch,
-    FedMatch and FedRGD per partition): the paper's number only, at the paper's (dataset, N_S) for (ds, n)."""
-    pds, pn = paper.paper_column_for(ds, n)
-    rows = [{"group": "SSL (centralized)", "method": m, "paper": paper.table1(m, None, pds, pn)}
-            for m in paper.TABLE1_SSL if m != "FixMatch"]
-    rows += [{"group": paper.PARTITION_NAMES[part], "method": m, "paper": paper.table1(m, part, pds, pn)}
-             for part in PARTITIONS for m in ("FedMatch", "FedRGD")]
-    return pd.DataFrame(rows).assign(paper=lambda d: d.paper.map(paper_cell)).rename(
-        columns={"paper": paper.label(pds, pn) + ", not run here"})
-
-
 def gap_closed(semifl, partial, full) -> float:
     """The share of the Partially -> Fully Supervised gap that SemiFL closes, in percent (100 = all of it): the one
     unit every table, claim and figure of the package gives it in."""
@@ -195,148 +182,6 @@ def _ablation_columns(row: dict, paper_by_partition: dict, paper_label: str, df,
         row[f"{pn}: {paper_label}"] = paper_cell(paper_by_partition[part])
         row[f"{pn}: this run"] = accuracy(df, ds, n, method, part)[1]
     return row
-
-
-def table2(df, ds, n) -> pd.DataFrame:
-    pl = paper.label(*paper.TABLE2_DATASET)
-    rows = []
-    for key in [*BASELINE_METHODS, *TABLE2_VARIANTS]:   # a baseline's method name or (finetune, global)
-        name = label_of(key) if isinstance(key, str) else TABLE2_VARIANTS[key]
-        row = {"method": name, "fine-tune": "N/A" if isinstance(key, str) else ("yes" if key[0] else "no"),
-               "global pseudo-labels": "N/A" if isinstance(key, str) else ("yes" if key[1] else "no")}
-        rows.append(_ablation_columns(row, paper.TABLE2[key], pl, df, ds, n, name))
-    return pd.DataFrame(rows)
-
-
-def table2_ends(df, ds, n) -> pd.DataFrame:
-    """Table 2's variants at their best round (what the paper reports) beside their final round: a variant that
-    peaks and then collapses looks as good as one that keeps its accuracy in the best-round table."""
-    rows = []
-    for (ft, gl), name in TABLE2_VARIANTS.items():
-        row = {"method": name, "fine-tune": "yes" if ft else "no", "global pseudo-labels": "yes" if gl else "no"}
-        for part in ABLATION_PARTITIONS:
-            pn = paper.PARTITION_NAMES[part]
-            row[f"{pn}: best round"] = accuracy(df, ds, n, name, part)[1]
-            row[f"{pn}: final round"] = accuracy(df, ds, n, name, part, "final_acc")[1]
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def figure2_table(df, metric: str = "best_acc") -> pd.DataFrame:
-    """Figure 2's runs (df: run_pairs over configs.figure2_configs) at `metric`, mean (std) n: a row per method, a
-    column per ablation partition. A centralized baseline has no partition: its one run fills both columns (as the
-    figure draws it in both panels). A data column leads when df holds several (dataset, N_S) pairs."""
-    rows = []
-    for (pair, method), g in df.groupby(["pair", "method"], sort=False):
-        row = {"data": pair, "method": method}
-        for part in ABLATION_PARTITIONS:
-            at = g if method in BASELINES else g[g.partition == part]
-            row[paper.PARTITION_NAMES[part]] = mean_std(at.sort_values("seed")[metric])
-        rows.append(row)
-    out = _table(rows, ["data", "method", *(paper.PARTITION_NAMES[p] for p in ABLATION_PARTITIONS)])
-    return out if out["data"].nunique() > 1 else out.drop(columns="data")
-
-
-def table3(df, ds, n) -> pd.DataFrame:
-    pds, pn_ = paper.paper_column_for(ds, n)
-    pl = paper.label(pds, pn_)
-    rows = []
-    for src, name in (("server", "server only"), ("all", "server and clients")):
-        row = {"sBN statistics": name}
-        for part in ABLATION_PARTITIONS:
-            pn = paper.PARTITION_NAMES[part]
-            row[f"{pn}: {pl}"] = paper_cell(paper.TABLE3[src].get((pn_, part)))
-            row[f"{pn}: this run"] = mean_std(select(df, ds, n, sbn_source=src, partition=part).best_acc)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def table5(df, p, ds, n) -> pd.DataFrame:
-    pl = paper.label(*paper.TABLE5_DATASET)
-    rows = []
-    for (e, bg, mx), key in zip(table5_rows(p, ds, n), paper.TABLE5):
-        label = table5_label(e, bg, mx)
-        row = {"E (paper)": key[0], "E (this run)": int(e) if float(e).is_integer() else e, "beta_g": bg,
-               "mixup": "yes" if mx else "no"}
-        rows.append(_ablation_columns(row, paper.TABLE5[key], pl, df, ds, n, label))
-    out = pd.DataFrame(rows)
-    if (out["E (paper)"] == out["E (this run)"]).all():   # the profile's E is the paper's: one column says both
-        out = out.drop(columns="E (this run)").rename(columns={"E (paper)": "E"})
-    return out
-
-
-ARCH = {"wrn28x2": "WResNet28x2", "wrn28x8": "WResNet28x8", "cnn": "CNN"}
-TABLE4_FIELDS = [("Architecture", "model"), ("Server batch size", "server_batch"), ("Server epoch", "server_epochs"),
-                 ("Client batch size", "client_batch"), ("Client epoch", "local_epochs"), ("Learning rate", "lr"),
-                 ("Weight decay", "weight_decay"), ("Momentum", "momentum"), ("Nesterov", "nesterov"),
-                 ("Communication rounds", "rounds"), ("Global momentum", "global_momentum"),
-                 ("Clients M", "num_clients"), ("Active rate C", "active_rate"), ("Threshold tau", "threshold"),
-                 ("Mixup a", "mixup_alpha")]
-
-
-def paper_table4(ds, n, fld):
-    """The paper's Table 4 value of config field fld at (dataset, N_S)."""
-    if fld == "model":
-        return paper.TABLE4_ARCH.get(ds, "-")
-    if fld == "server_batch":
-        return paper.TABLE4_SERVER_BATCH.get((ds, n), "-")
-    return paper.TABLE4_COMMON[fld]
-
-
-def profile_table4(cfg, fld):
-    """cfg's value of field fld as Table 4 writes it."""
-    v = getattr(cfg, fld)
-    return ARCH.get(v, v) if fld == "model" else v
-
-
-def same_value(a, b) -> bool:
-    """a == b as numbers when both are, else as text."""
-    try:
-        return float(a) == float(b)
-    except (TypeError, ValueError):
-        return str(a) == str(b)
-
-
-def table4_number(v) -> str:
-    """A Table 4 value written as the paper writes it: 5 (not 5.0000), 0.03, 0.0005, yes for a true flag."""
-    if isinstance(v, (bool, np.bool_)):
-        return "yes" if v else "no"
-    if isinstance(v, (int, float, np.integer, np.floating)):
-        return f"{int(v)}" if float(v).is_integer() else f"{float(v):g}"
-    return str(v)
-
-
-def table4(pairs, profile_name="paper") -> pd.DataFrame:
-    """Table 4's hyperparameters, one column per dataset (its N_S of the paper in the header): profile(profile_name)'s
-    value where it equals the paper's, written as the paper writes it, and 'X (paper: Y)' where it does not
-    (table4_claims judges them); a value that depends on N_S names the N_S of each."""
-    by_ds = {}
-    for ds, n in pairs:
-        by_ds.setdefault(ds, []).append(n)
-    rows = []
-    for name, fld in TABLE4_FIELDS:
-        row = {"hyperparameter": name}
-        for ds, ns in by_ds.items():
-            cells = []
-            for n in ns:
-                ours = profile_table4(profile(profile_name, ds, num_supervised=n), fld)
-                theirs = paper_table4(ds, n, fld)
-                cells.append(table4_number(ours) if same_value(ours, theirs) else
-                             f"{table4_number(ours)} (paper: {table4_number(theirs)})")
-            row[f"{paper.DATASET_NAMES.get(ds, ds)} (N_S={', '.join(map(str, ns))})"] = (
-                cells[0] if len(set(cells)) == 1 else ", ".join(f"{c} (N_S={n})" for c, n in zip(cells, ns)))
-        rows.append(row)
-    fixed = (("Optimizer (fixed in code)", "SGD"), ("Scheduler (fixed in code)", "Cosine Annealing"))
-    rows += [{"hyperparameter": name, **{c: value for c in rows[0] if c != "hyperparameter"}} for name, value in fixed]
-    return pd.DataFrame(rows)
-
-
-def profile_differences(profile_name, ds, n) -> pd.DataFrame:
-    """Fields where profile(profile_name) differs from profile('paper') (for CIFAR-10 at the paper's N_S)."""
-    a = profile("paper", "cifar10", num_supervised=250).to_dict()
-    b = profile(profile_name, ds, num_supervised=n).to_dict()
-    return pd.DataFrame([{"field": k, "paper profile (CIFAR-10, N_S=250)": a[k], f"profile('{profile_name}')": b[k]}
-                         for k in a if a[k] != b[k]])
 
 
 def fsl_plateau(df, batch: int) -> tuple[pd.DataFrame, int]:
