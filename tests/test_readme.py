@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from semifl_core.methods import PARTIALLY_SUPERVISED
 from semifl_core.report import configs as C, confirmation as K, readme
@@ -51,12 +50,26 @@ def test_a_row_is_the_mean_of_the_runs_summaries_and_a_missing_seed_gives_no_ver
             final.setdefault(name, {})[s] = json.loads((src / "summary.json").read_text())["final_acc"]
     shutil.copy(K.plan_file(), K.plan_file(tmp_path))
     K.mark_started(tmp_path)
-    rows = {r["setting"]: r for r in readme.rows(tmp_path)}
+    names = dict(readme.ROWS)
+    t = K.final_words([names["30 rounds, IID"], names["300 rounds, IID"]], tmp_path).set_index("seed_plan_name")
+    r30, r300 = t.loc[names["30 rounds, IID"]], t.loc[names["300 rounds, IID"]]
     a = np.array(list(final["a"].values()))
-    assert rows["30 rounds, IID"]["a"] == f"{a.mean():.1f} ({a.std():.1f}) n=2"
-    assert rows["30 rounds, IID"]["explored"].startswith("no verdict") and "A: 0, 2; B: 0, 1, 2" in \
-        rows["30 rounds, IID"]["explored"]
-    assert rows["300 rounds, IID"]["a"] == "not run" and rows["300 rounds, IID"]["verdict"] == "awaiting confirmation"
+    assert r30["a"] == f"{a.mean():.1f} ({a.std():.1f}) n=2"
+    assert r30["exploration: seeds 0-2"].startswith("no verdict") and "A: 0, 2; B: 0, 1, 2" in \
+        r30["exploration: seeds 0-2"]
+    assert r300["a"] == "not run" and r300["final word"] == "awaiting confirmation"
+
+
+def test_the_claims_files_are_what_the_committed_runs_say():
+    """Each results/claims/<notebook>.csv (written by that notebook's final-words cell, read by the README) is what
+    report.confirmation.final_words recomputes from the committed runs: a file typed over or left stale fails."""
+    import pandas as pd
+    files = sorted((RESULTS / "claims").glob("*.csv"))
+    assert {f.stem for f in files} == {"table1", "horizon", "few_labels", "label_skew"}
+    for f in files:
+        written = pd.read_csv(f, dtype=str, keep_default_na=False)
+        again = K.final_words(list(written.seed_plan_name)).astype(str)
+        assert written.equals(again), f"{f.name} is not what results/ says: run `make render`"
 
 
 def test_the_final_word_is_the_confirmations_where_a_claim_was_given_seeds():
@@ -69,7 +82,7 @@ def test_the_final_word_is_the_confirmations_where_a_claim_was_given_seeds():
             assert r["verdict"] in ("confirmed", "not confirmed", "awaiting confirmation")
             assert r["verdict"] == ("awaiting confirmation" if conf[name].verdict == "running" else conf[name].verdict)
         else:
-            assert not r["seeded"] and r["verdict"] == r["explored"].split(":")[0]
+            assert r["fresh"] == "not given more seeds" and r["verdict"] == r["explored"].split(":")[0]
 
 
 def test_the_first_screen_names_algorithm_1_and_both_commands_and_the_readme_is_short():
@@ -131,8 +144,8 @@ def test_splice_replaces_only_what_stands_between_the_markers():
 
 
 def test_every_readme_final_word_is_the_one_its_notebook_shows():
-    """The README's verdict of a claim the confirmation judges is the final word the committed notebooks show for it
-    (their confirmation cells' last column), so the two cannot disagree after a render."""
+    """The README's verdict of each claim is the final word the committed notebooks show for it (their final-words
+    cells' last column), so the two cannot disagree after a render."""
     import html as html_lib
     shown = {}
     for nb in sorted((REPO / "notebooks").glob("*.ipynb")):
@@ -145,7 +158,7 @@ def test_every_readme_final_word_is_the_one_its_notebook_shows():
                     cells = [html_lib.unescape(c).strip() for c in re.findall(r"<t[hd][^>]*>(.*?)</t[hd]>", row, re.S)]
                     if len(cells) == 4 and cells[0] != "claim":
                         shown.setdefault(cells[0], set()).add(cells[-1])
-    rows = [r for r in readme.rows() if r["claim"] in {c["claim"] for c in K.load_plan()["claims"]}]
-    assert rows and all(r["claim"] in shown for r in rows), "a confirmation claim of the README no notebook shows"
+    rows = readme.rows()
+    assert rows and all(r["claim"] in shown for r in rows), "a claim of the README no notebook shows"
     for r in rows:
         assert shown[r["claim"]] == {r["verdict"]}, f"{r['claim']}: README {r['verdict']}, notebooks {shown[r['claim']]}"

@@ -270,21 +270,49 @@ def final_word(c: Confirmation) -> str:
     return "awaiting confirmation" if c.verdict == "running" else c.verdict
 
 
-def frame(names=None, results_dir=None):
-    """The confirmation as a notebook shows it: one row per candidate (or those whose seed_plan name contains one of
-    `names`): its exploration reading at seeds 0-2, its confirmation on fresh seeds, and the final word."""
+CLAIMS_COLUMNS = ["claim", "a", "b", "exploration: seeds 0-2", "confirmation: fresh seeds alone", "final word"]
+
+
+def final_words(names, results_dir=None):
+    """One row per seed-plan claim in `names` (its exact name, in that order): both arms at seeds 0-2, the
+    exploration's reading, the confirmation on fresh seeds alone (where the plan gave the claim some) and the final
+    word: the confirmation's for a claim given seeds after seeds 0-2 were seen, else the exploration's. Differences
+    are on the claim's side (positive: as claimed)."""
     import pandas as pd
     from .seed_plan import claims
+    from .tables import mean_std
     by_name = {c.name: c for c in claims(results_dir)}
+    plan = {r["seed_plan_name"]: (r, c) for r, c in zip(load_plan(results_dir)["claims"], verdicts(results_dir))}
     rows = []
-    for row, conf in zip(load_plan(results_dir)["claims"], verdicts(results_dir)):
-        if names and not any(n in row["seed_plan_name"] for n in names):
-            continue
-        rows.append({"claim": row["claim"],
-                     "exploration: seeds 0-2": _explored(by_name[row["seed_plan_name"]], row["side"]),
-                     "confirmation: fresh seeds alone": conf.text(), "final word": final_word(conf)})
-    columns = ["claim", "exploration: seeds 0-2", "confirmation: fresh seeds alone", "final word"]
-    return pd.DataFrame(rows, columns=columns).set_index("claim")
+    for name in filter(by_name.__contains__, names):   # another profile's names (smoke, say) are no claims of it
+        c = by_name[name]
+        row, conf = plan.get(name, (None, None))
+        explored = _explored(c, row["side"] if row else +1)
+        if conf is None:
+            fresh, verdict = "not given more seeds", explored.split(":")[0]
+        else:
+            fresh, verdict = conf.text(), final_word(conf)
+        rows.append({"seed_plan_name": name, "claim": row["claim"] if row else name,
+                     "a": mean_std(c.values[0].values()), "b": mean_std(c.values[1].values()),
+                     "exploration: seeds 0-2": explored, "confirmation: fresh seeds alone": fresh,
+                     "final word": verdict})
+    return pd.DataFrame(rows, columns=["seed_plan_name", *CLAIMS_COLUMNS])
+
+
+def claims_file(name: str, results_dir=None):
+    return repo_path("results", results_dir) / "claims" / f"{name}.csv"
+
+
+def frame(names, save_as: str | None = None, out_dir=None):
+    """The final words as a notebook shows them (final_words, on the committed runs). With save_as, also written to
+    <out_dir, default results/>/claims/<save_as>.csv: what this notebook decided, the file README.md's headline
+    table reads (`pandas.read_csv` opens it)."""
+    t = final_words(names)
+    if save_as:
+        path = claims_file(save_as, out_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        t.to_csv(path, index=False, lineterminator="\n")
+    return t.drop(columns=["seed_plan_name", "a", "b"]).set_index("claim")
 
 
 def table(results_dir=None) -> str:
