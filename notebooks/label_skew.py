@@ -212,10 +212,7 @@ plan = skew.part3_long_plan(skew.committed_part3_gate(profile, ds, n, results_di
 part3_long = pd.concat([long_runs(configs.label_skew_long_configs, r, parts) for r, parts in plan],
                        ignore_index=True)
 judges_long = long_runs(configs.label_skew_judges, configs.PART3_LONG_PARTITIONS)
-planned = skew.part3_planned_seeds(long_profile, ds, n)   # the seed plan's seeds per claim (docs/verdicts.md)
-more_long, more_judges = skew.planned_runs(long_profile, ds, n, plan, planned, seed_list, results_dir)
-part3 = skew.part3_long_table(pd.concat([part3_long, more_long], ignore_index=True),
-                              pd.concat([judges_long, more_judges], ignore_index=True), planned)
+part3 = skew.part3_long_table(part3_long, judges_long, seed_list)
 part3
 
 # %% [markdown]

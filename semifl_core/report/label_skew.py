@@ -19,9 +19,8 @@ from . import configs
 from .configs import (PART3_NAMES, FEDRS, NTD, PART3_GATE, PART3_IID_CHECK, PART3_LONG_PARTITIONS,
                       NO_GLOBAL_MOMENTUM, PART3_LONG_REGARDLESS, PART3_REMEDIES, REMEDY_GATE, SKEW_PARTITION, VLS, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import (ONE_SEED_LESS, above, at_least, at_planned, family, loss_ruled_out, one_seed_less,
+from .rule import (ONE_SEED_LESS, above, at_least, at_seeds, family, loss_ruled_out, one_seed_less,
                    read_as_not_worse, separation, upper_end)
-from .seed_plan import planned_seeds
 from .runs import curves, stored_runs
 from .tables import mean_std, seed_values, seeded   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
@@ -205,24 +204,21 @@ def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
     return part3_gate_table(gates, stored_runs(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir))
 
 
-def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | None = None) -> pd.DataFrame:
+def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, seeds=(0, 1, 2)) -> pd.DataFrame:
     """Part 3's cells at `long` (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at
     `long`): per remedy and partition with runs, its final-round accuracy beside Partially Supervised's and SemiFL's
     fixed rule's, and its verdicts against both (RULE, paired by seed; each column one family, Holm-corrected). The
-    remedy's cell is its mean at the seeds either claim reads; each verdict's `evidence` holds both arms at its own,
-    and, for a decided verdict that some seed left out turns, which (rule.one_seed_less).
-    planned: {(remedy, partition, "psl" or "fixed"): seeds} (part3_planned_seeds), the seeds each claim is judged
-    at (seeds 0-2 where absent); a claim whose planned seeds are not all in is judged at those in, and says so."""
+    remedy's cell is its mean at `seeds` (every claim's: 0-2); each verdict's `evidence` holds both arms there, and,
+    for a decided verdict that some seed left out turns, which (rule.one_seed_less)."""
     psl = _finals(judges, label_of(PARTIALLY_SUPERVISED))
-    rows, counts, shown, vs_psl, vs_fixed = [], [], [], [], []
+    rows, shown, vs_psl, vs_fixed = [], [], [], []
     for r in PART3_REMEDIES:
         for part, name in PART3_NAMES.items():
             own = _finals(long, f"{r} | {label_of(SEMIFL)} | {part}")
             if not len(own):
                 continue
             fixed = _finals(judges, f"{label_of(SEMIFL)} | {part}")
-            pairs = {base: at_planned(own, other, (planned or {}).get((r, part, base), (0, 1, 2)))
-                     for base, other in (("psl", psl), ("fixed", fixed))}
+            pairs = {base: at_seeds(own, other, seeds) for base, other in (("psl", psl), ("fixed", fixed))}
             claim = f"SemiFL + {r} above {{}} under {name} at 300 rounds"
             vs_psl.append(above(*pairs["psl"], claim.format("Partially Supervised")))
             vs_fixed.append(above(*pairs["fixed"], claim.format("SemiFL's fixed rule")))
@@ -230,10 +226,8 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | N
             rows.append({"remedy": r, "partition": name, FINAL: mean_std([both[s] for s in sorted(both)]),
                          "Partially Supervised": mean_std(pairs["psl"][1].values()),
                          "SemiFL, fixed rule": mean_std(pairs["fixed"][1].values())})
-            counts.append({base: len((planned or {}).get((r, part, base), (0, 1, 2))) for base in pairs})
             shown.append(pairs)
-    for row, k, pairs, a, b in zip(rows, counts, shown, family(vs_psl), family(vs_fixed)):
-        a.planned, b.planned = k["psl"], k["fixed"]   # the seeds the plan gives it: its interval says how many are in
+    for row, pairs, a, b in zip(rows, shown, family(vs_psl), family(vs_fixed)):
         for v, (x, y) in ((a, pairs["psl"]), (b, pairs["fixed"])):   # each arm at the seeds its claim was judged on
             turns = one_seed_less(x, y, v)
             v.evidence = f"{mean_std(x.values())} vs {mean_std(y.values())}" + (
@@ -244,37 +238,14 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, planned: dict | N
     return pd.DataFrame(rows, columns=columns).set_index(["remedy", "partition"])
 
 
-def planned_runs(p, ds, n, plan, planned: dict, seeds, results_dir=None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The store's runs at the seeds the seed plan adds (planned, from part3_planned_seeds) beyond `seeds`: (the
-    remedies' `long` runs of `plan`, the judges' runs), read quietly (stored_runs: a run the campaign has not trained
-    yet is simply absent, and the render's run count is the notebook's own seeds')."""
-    more = sorted({s for v in planned.values() for s in v} - set(seeds))
-    long = [stored_runs(configs.label_skew_long_configs(p, ds, n, r, parts), more, results_dir) for r, parts in plan]
-    judges = stored_runs(configs.label_skew_judges(p, ds, n, PART3_LONG_PARTITIONS), more, results_dir)
-    return pd.concat(long, ignore_index=True) if long else judges.iloc[:0], judges
-
-
-def part3_planned_seeds(p, ds, n) -> dict:
-    """{(remedy, partition, "psl" or "fixed"): seeds} the seed plan gives part 3's `long` claims (seed_plan)."""
-    judges = configs.label_skew_judges(p, ds, n, tuple(PART3_NAMES))
-    psl = judges[label_of(PARTIALLY_SUPERVISED)]
-    out = {}
-    for r in PART3_REMEDIES:
-        for part, cfg in zip(PART3_NAMES, configs.label_skew_long_configs(p, ds, n, r, tuple(PART3_NAMES)).values()):
-            out[(r, part, "psl")] = planned_seeds(cfg, psl)
-            out[(r, part, "fixed")] = planned_seeds(cfg, judges[f"{label_of(SEMIFL)} | {part}"])
-    return out
-
-
 def committed_part3_long_table(p, ds, n, gate_profile="small", results_dir=None) -> pd.DataFrame:
-    """part3_long_table on the committed runs at profile p (`long`), every claim at the seeds the seed plan gives it
-    (what the campaign plans part 3's IID follow-up from; read quietly, as committed_part3_gate)."""
+    """part3_long_table on the committed runs at profile p (`long`), seeds 0-2 (what the campaign plans part 3's IID
+    follow-up from; read quietly, as committed_part3_gate)."""
     plan = part3_long_plan(committed_part3_gate(gate_profile, ds, n, results_dir))
-    planned = part3_planned_seeds(p, ds, n)
-    seeds = sorted({0, 1, 2} | {s for v in planned.values() for s in v})
+    seeds = (0, 1, 2)
     long = [stored_runs(configs.label_skew_long_configs(p, ds, n, r, parts), seeds, results_dir) for r, parts in plan]
     judges = stored_runs(configs.label_skew_judges(p, ds, n, PART3_LONG_PARTITIONS), seeds, results_dir)
-    return part3_long_table(pd.concat(long, ignore_index=True) if long else judges.iloc[:0], judges, planned)
+    return part3_long_table(pd.concat(long, ignore_index=True) if long else judges.iloc[:0], judges)
 
 
 PART3_IID_SENT = (NO_GLOBAL_MOMENTUM,)   # sent to IID on 2026-11-29 (held above Partially Supervised at n=8 then)
@@ -299,7 +270,7 @@ def part3_iid_table(iid: pd.DataFrame, judges: pd.DataFrame, remedies) -> pd.Dat
     fixed = _finals(judges, f"{label_of(SEMIFL)} | iid")
     rows, worse = [], []
     for r in remedies:
-        own, base = at_planned(_finals(iid, f"{r} | {label_of(SEMIFL)} | iid"), fixed, (0, 1, 2))
+        own, base = at_seeds(_finals(iid, f"{r} | {label_of(SEMIFL)} | iid"), fixed)
         if own:   # while its runs come in: both arms at the seeds the remedy has (fewer than three: no verdict)
             base = {s: v for s, v in base.items() if s in own}
         worse.append(above(base, own, f"SemiFL's fixed rule above SemiFL + {r} under IID"))

@@ -5,10 +5,10 @@ draws (`paired`), Welch's interval where they do not (`welch`), a one-sample int
 (`versus`), Holm's correction over a family of claims that share a baseline (`holm`, `family`), and the rule that
 plans how many seeds a claim gets (`seeds_to_decide`). The claims tables call `above`, `at_least`, `not_worse` and
 `every`: each returns a Verdict, the verdict's text ("held", "not held", "within noise", or why there is none) that also
-carries its interval and what the separation rule says of the same values.
+carries its interval.
 
-SEPARATION_RULE (the rule before, kept one more release as a named column so that a reader sees what changed):
-the gap against both seed spreads (`separation`). docs/verdicts.md says why it was replaced."""
+SEPARATION_RULE (the rule before: the gap against both seed spreads, `separation`) judges only where a rule fixed
+before its runs named it (the label-skew gate). docs/verdicts.md says why it was replaced."""
 from __future__ import annotations
 
 import re
@@ -32,7 +32,7 @@ RULE = (
     "claim's level).")
 
 SEPARATION_RULE = (
-    "The separation rule (the package's rule before the paired one, shown one more release): held when A's mean "
+    "The separation rule (the package's rule before the paired one): held when A's mean "
     "exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds "
     "A's by that much, within noise otherwise.")
 
@@ -241,14 +241,12 @@ def _by_seed(v) -> dict | None:
     return None
 
 
-def at_planned(a, b, planned, base: int = MIN_SEEDS) -> tuple[dict, dict]:
-    """A claim's two arms ({seed: value}, or Seeded) at its planned seeds: where the seed plan gave it more than the
-    `base` seeds every claim has, the planned seeds both arms hold so far (a campaign still running: those in, every
-    arm at the same seeds); otherwise its planned seeds, as each arm holds them."""
+def at_seeds(a, b, seeds=(0, 1, 2)) -> tuple[dict, dict]:
+    """A claim's two arms ({seed: value}, or Seeded) at `seeds`, as each arm holds them (an arm that lacks one of them
+    gives the claim no verdict: above says so)."""
     a, b = (v if isinstance(v, dict) else {} if not len(v) else dict(zip(v.seeds, np.asarray(v, float).tolist()))
             for v in (a, b))   # an arm with no runs (an empty array, no seeds) holds no seed
-    keep = set(a) & set(b) & set(planned) if len(planned) > base else set(planned)
-    return {s: a[s] for s in sorted(keep) if s in a}, {s: b[s] for s in sorted(keep) if s in b}
+    return {s: a[s] for s in seeds if s in a}, {s: b[s] for s in seeds if s in b}
 
 
 def _values(v) -> np.ndarray:
@@ -258,13 +256,12 @@ def _values(v) -> np.ndarray:
 # ---------------------------------------------------------------------- verdicts as the claims tables use them
 class Verdict(str):
     """A claim's verdict under RULE: the text ("held", ...) as a table cell shows it, with the interval behind it
-    (`judged`, a Judged), the separation rule's verdict on the same values (`separation`) and, for a claim the seed
-    plan gave more seeds, how many (`planned`: its interval then says how many of them are in); `evidence`, where a
-    table sets it: the two arms' means at the seeds this verdict was judged on."""
+    (`judged`, a Judged); `evidence`, where a table sets it: the two arms' means at the seeds this verdict was judged
+    on."""
 
-    def __new__(cls, judged: Judged, separation: str = "-"):
+    def __new__(cls, judged: Judged):
         out = super().__new__(cls, judged.verdict)
-        out.judged, out.separation, out.planned, out.evidence = judged, separation, None, None
+        out.judged, out.evidence = judged, None
         return out
 
     def interval(self) -> str:
@@ -273,8 +270,7 @@ class Verdict(str):
         if not j.judged:
             return "-"
         level = "" if abs(j.level - (1 - ALPHA)) < 1e-9 else f" at {100 * j.level:.1f} %"
-        of = f" of {self.planned} planned" if self.planned and self.planned > j.n else ""
-        return f"{j.interval()}{level}, n={j.n}{of}, {j.test}"
+        return f"{j.interval()}{level}, n={j.n}, {j.test}"
 
 
 def above(a, b, claim: str = "") -> Verdict:
@@ -283,13 +279,13 @@ def above(a, b, claim: str = "") -> Verdict:
     pa, pb = _by_seed(a), _by_seed(b)
     same_draw = isinstance(a, dict) or isinstance(b, dict) or getattr(a, "draw", None) == getattr(b, "draw", None)
     j = paired(pa, pb, claim) if pa is not None and pb is not None and same_draw else welch(a, b)
-    return Verdict(j, separation(_values(a), _values(b)))
+    return Verdict(j)
 
 
 def at_least(v, x: float) -> Verdict:
     """RULE against a fixed number x (a paper's mean, or a bound such as 0): the one-sample t interval."""
     v = _values(v)
-    return Verdict(versus(v, x), separation(v, np.full(len(v), x)) if len(v) else "not run")
+    return Verdict(versus(v, x))
 
 
 def not_worse(a, b, claim: str = "") -> Verdict:
@@ -300,19 +296,17 @@ def not_worse(a, b, claim: str = "") -> Verdict:
 
 def read_as_not_worse(b_above_a: Verdict) -> Verdict:
     """The verdict 'b above a' (Holm-corrected with its family first, where it has one) read as 'a not worse than
-    b' under NOT_WORSE_RULE: the interval of a - b decides as RULE does. The separation column keeps what the package
-    said before (within noise read as held) so that docs/verdicts.md shows the change."""
-    v = flip(b_above_a)
-    return Verdict(v.judged, "held" if v.separation == "within noise" else v.separation)
+    b' under NOT_WORSE_RULE: the interval of a - b decides as RULE does."""
+    return flip(b_above_a)
 
 
 def flip(v) -> Verdict:
     """'a above b' read as 'b above a': held <-> not held, the difference and its interval negated."""
     swap = {"held": "not held", "not held": "held"}
-    v = v if isinstance(v, Verdict) else Verdict(Judged(str(v)), "-")
+    v = v if isinstance(v, Verdict) else Verdict(Judged(str(v)))
     j = replace(v.judged, verdict=swap.get(str(v), str(v)), diff=-v.judged.diff, low=-v.judged.high,
                 high=-v.judged.low)
-    return Verdict(j, swap.get(v.separation, v.separation))
+    return Verdict(j)
 
 
 def bootstrap_at_least(replicates, x: float) -> Verdict:
@@ -321,12 +315,11 @@ def bootstrap_at_least(replicates, x: float) -> Verdict:
     not seeds: no t interval)."""
     r = np.asarray(replicates, float) - x
     if len(r) < 20:
-        return Verdict(Judged("not run" if len(r) == 0 else "fewer than twenty replicates: no verdict"), "-")
+        return Verdict(Judged("not run" if len(r) == 0 else "fewer than twenty replicates: no verdict"))
     low, high = np.percentile(r, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
     verdict = "held" if low > 0 else "not held" if high < 0 else "within noise"
     j = Judged(verdict, float(np.median(r)), float(low), float(high), len(r), "bootstrap")
-    sep = "held" if r.mean() > r.std() else "not held" if r.mean() < -r.std() else "within noise"
-    return Verdict(j, sep)
+    return Verdict(j)
 
 
 def every(verdicts) -> Verdict:
@@ -335,7 +328,7 @@ def every(verdicts) -> Verdict:
     is the deciding case's: the not-held one, else the weakest (lowest lower end)."""
     vs = [v if isinstance(v, Verdict) else Verdict(Judged(str(v))) for v in verdicts]
     if not vs:
-        return Verdict(Judged("not run"), "not run")
+        return Verdict(Judged("not run"))
     texts = [str(v) for v in vs]
     if "not held" in texts:
         pick, text = vs[texts.index("not held")], "not held"
@@ -350,19 +343,16 @@ def every(verdicts) -> Verdict:
     j = replace(pick.judged, verdict=text)
     if j.judged and len(vs) > 1:
         j = replace(j, test=f"{j.test}, weakest of {len(vs)}")
-    return Verdict(j, _every_separation([v.separation for v in vs]))
+    return Verdict(j)
 
 
 def family(verdicts) -> list[Verdict]:
     """Holm's correction (holm) over one family of Verdicts: the claims of one table that share a baseline."""
     vs = list(verdicts)
-    out = [Verdict(j, v.separation) for v, j in zip(vs, holm([v.judged for v in vs]))]
-    for new, old in zip(out, vs):
-        new.planned = old.planned
-    return out
+    return [Verdict(j) for j in holm([v.judged for v in vs])]
 
 
-# ---------------------------------------------------------------------- the separation rule (one more release)
+# ---------------------------------------------------------------------- the separation rule (the label-skew gate's)
 def separation(a, b) -> str:
     """SEPARATION_RULE's verdict of 'a above b'."""
     a, b = np.asarray(a, float), np.asarray(b, float)
@@ -373,13 +363,3 @@ def separation(a, b) -> str:
     if abs(a.mean() - b.mean()) > a.std() + b.std():
         return "held" if a.mean() > b.mean() else "not held"
     return "within noise"
-
-
-def _every_separation(texts) -> str:
-    if any(v == "not held" for v in texts):
-        return "not held"
-    if all(v == "held" for v in texts):
-        return "held"
-    if any(v == "not run" for v in texts):
-        return "not all run"
-    return "one seed: no verdict" if any(str(v).startswith("one seed") for v in texts) else "within noise"
