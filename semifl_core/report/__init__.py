@@ -7,7 +7,6 @@ from ..config import TRAIN_SIZE, profile
 from .claims import (
     cbafed_claims,
     diagnosis_findings,
-    feddure_claims,
     few_label_claims,
     figure2_claims,
     figure6_claims,
@@ -115,8 +114,6 @@ from .tables import (
     cbafed_table,
     class_table,
     cost_table,
-    feddure_length_table,
-    feddure_table,
     few_label_noniid_table,
     few_label_table,
     figure2_table,

@@ -6,14 +6,14 @@ import numpy as np
 import pandas as pd
 
 from ..config import profile
-from ..methods import (FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED,
-                       FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
+from ..methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED,
+                       SEMIFL)
 from . import paper
-from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
+from .configs import (FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
 from .rule import Verdict, above, at_least, every, flip, not_worse
-from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, feddure_values, mean_std, paper_table4, profile_table4,
+from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, mean_std, paper_table4, profile_table4,
                      same_value, seed_values, seeded, select, split_table, stage_change, stage_halves, stage_table,
                      suspects_table)
 
@@ -324,48 +324,6 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
                               f"{row['final accuracy']} vs profile "
                               f"{table.loc[INSTRUMENTED, 'final accuracy']} (difference {row['difference to profile']})"))
     return pd.DataFrame(items, columns=["finding", "verdict", "evidence"])
-
-
-def feddure_claims(df, metric="final_acc", long=None) -> pd.DataFrame:
-    """What FedDure's Table 1 states, judged by RULE on our runs (cells with one seed give no verdict); `long`
-    (configs.feddure_length_runs) adds the claims at FedDure's own length."""
-    fd, code = FEDDURE_PAPER, FEDDURE_CODE
-    star, fix, sl = (label_of(m) for m in (FEDAVG_LABELED, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_SL))
-    v = lambda row, name: feddure_values(df, row, name, metric)
-    names = [paper.FEDDURE_SETTING_NAMES[s] for s in paper.FEDDURE_SETTINGS]
-    ev = lambda row: "; ".join(f"{n}: {mean_std(v(row, n))}" for n in names)
-    dd = names[-1]
-    return claims([
-        ("FedDure beats FedAvg* (labeled only) in every setting", every(above(v(fd, n), v(star, n)) for n in names),
-         f"FedDure {ev(fd)} | FedAvg* {ev(star)}"),
-        ("FedDure beats FedAvg* under (DIR, DIR) (the most skewed setting)", above(v(fd, dd), v(star, dd)),
-         f"FedDure {mean_std(v(fd, dd))} vs FedAvg* {mean_std(v(star, dd))}"),
-        ("FedDure beats FedAvg + FixMatch in every setting", every(above(v(fd, n), v(fix, n)) for n in names),
-         f"FedDure {ev(fd)} | FedAvg+FixMatch {ev(fix)}"),
-        ("FedAvg-SL (all labels) stays above FedDure in every setting", every(above(v(sl, n), v(fd, n)) for n in names),
-         f"FedAvg-SL {ev(sl)} | FedDure {ev(fd)}"),
-        ("FedDure degrades with imbalance: (IID, IID) above (DIR, DIR)", above(v(fd, names[0]), v(fd, dd)),
-         f"FedDure {ev(fd)}"),
-        ("(ours, no paper claim) FedDure as its paper says vs as its code runs",
-         every(above(v(fd, n), v(code, n)) for n in names), f"paper {ev(fd)} | code {ev(code)}"),
-        *([] if long is None else _feddure_length_items(df, long, dd, metric)),
-    ])
-
-
-def _feddure_length_items(df, long, setting, metric) -> list[tuple]:
-    """FedDure vs FedAvg* under `setting` at FedDure's own length, and what the longer run changed for each."""
-    star = label_of(FEDAVG_LABELED)
-    short = lambda row: feddure_values(df, row, setting, metric)            # noqa: E731
-    lng = lambda row: feddure_values(long, row, setting, metric)            # noqa: E731
-    from .configs import FEDDURE_LONG_FACTOR
-    n = int(df.rounds.iloc[0]) if len(df) else None
-    short_r, rounds = ((f"{n} rounds", f"{FEDDURE_LONG_FACTOR * n} rounds") if n else
-                       ("the profile's rounds", f"{FEDDURE_LONG_FACTOR}x the rounds"))
-    return [(f"FedDure beats FedAvg* under {setting} at {rounds} ({FEDDURE_LONG_FACTOR}x the profile's)",
-             above(lng(FEDDURE_PAPER), lng(star)), f"FedDure {mean_std(lng(FEDDURE_PAPER))} vs FedAvg* "
-             f"{mean_std(lng(star))}"),
-            *((f"(ours) {row} under {setting}: {rounds} above {short_r}", above(lng(row), short(row)),
-               f"{mean_std(lng(row))} vs {mean_std(short(row))}") for row in (FEDDURE_PAPER, star))]
 
 
 def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:

@@ -13,7 +13,7 @@ from ..config import profile
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED,
                        SEMIFL)
 from . import paper
-from .configs import (BASELINE_METHODS, BASELINES, FEDDURE_ROWS, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of,
+from .configs import (BASELINE_METHODS, BASELINES, INSTRUMENTED, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, PARTITIONS
 from .rule import Seeded, above
@@ -524,43 +524,6 @@ def split_table(splits) -> pd.DataFrame:
     return _table(rows, ["N_S", "method", "mean(std)", "range"])
 
 
-def feddure_values(df, row: str, setting: str, metric="final_acc") -> np.ndarray:
-    """Per-seed values (seed order) of one cell of FedDure's Table 1: its row label and setting name."""
-    return df[(df.row == row) & (df.setting == setting)].sort_values("seed")[metric].to_numpy(float)
-
-
-def feddure_table(df, metric="final_acc") -> pd.DataFrame:
-    """FedDure's Table 1: a row per method, per setting our mean (std) n at `metric` beside FedDure's number."""
-    rows = []
-    for label, (method, over) in FEDDURE_ROWS.items():
-        row = {"method": label}
-        for s in paper.FEDDURE_SETTINGS:
-            name = paper.FEDDURE_SETTING_NAMES[s]
-            row[f"{name} this run"] = mean_std(feddure_values(df, label, name, metric))
-            theirs = paper.feddure_table1(method, s) if over.get("feddure_variant", "paper") == "paper" else None
-            row[f"{name} FedDure paper"] = paper_cell(theirs, paper.FEDDURE_RUNS)
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def feddure_length_table(df, long, long_cfgs: dict) -> pd.DataFrame:
-    """FedDure's (DIR, DIR) cells with three seeds at the profile's rounds (df) and at FEDDURE_LONG_FACTOR x them
-    (long, the runs of long_cfgs): final-round mean (std) n, and F-reg's expected Adam steps per client."""
-    from ..methods.feddure import freg_steps
-    from .configs import FEDDURE_LONG_FACTOR, FEDDURE_PAPER
-    rows = []
-    for label, cfg in long_cfgs.items():
-        row, setting = label.split(" | ")
-        short = cfg.replace(rounds=cfg.rounds // FEDDURE_LONG_FACTOR)
-        steps = (lambda c: f"{freg_steps(c):.0f}") if row == FEDDURE_PAPER else (lambda c: "-")
-        rows.append({"method": row, "setting": setting,
-                     f"{short.rounds} rounds": mean_std(feddure_values(df, row, setting)),
-                     f"{cfg.rounds} rounds": mean_std(feddure_values(long, row, setting)),
-                     f"F-reg steps per client, {short.rounds} rounds": steps(short),
-                     f"F-reg steps per client, {cfg.rounds} rounds": steps(cfg)})
-    return pd.DataFrame(rows)
-
-
 def few_label_table(df) -> pd.DataFrame:
     """Per N_S and pseudo-label rule, and (FL)^2 (df: run_pairs over few_label_configs, 'method' = the rule): the
     final and best accuracy, SemiFL - Partially Supervised and the gap closed (final round, seed by seed), and the verdicts
@@ -765,38 +728,6 @@ def few_label_noniid_table(df, best) -> pd.DataFrame:
                           "beats Partially Supervised": above(v(r), psl) if r != label_of(PARTIALLY_SUPERVISED) else "-",
                           "beats the fixed rule": above(v(r), fixed) if r not in (FIXED, label_of(PARTIALLY_SUPERVISED))
                           else "-"} for r in (*best, FIXED, label_of(PARTIALLY_SUPERVISED))], columns=columns)
-
-
-# FedDure's released code (White1973/FedDure), run outside the package on our (DIR, DIR) split: its per-round test
-# accuracy, committed as text (notebooks/external/feddure_released_code.csv: seed, rounds, round, test_acc).
-FEDDURE_RELEASED = "FedDure, released code (White1973/FedDure, patched: Fashion-MNIST, our CNN, our split)"
-
-
-def feddure_released_table(df, released: pd.DataFrame, setting: str = "(DIR, DIR)") -> pd.DataFrame:
-    """Final-round test accuracy per seed of the released code beside ours (FedDure paper and code variants, FedAvg*)
-    at the same rounds and setting, for the seeds the released code ran; mean (std) n over those seeds. A row of ours
-    with no run at all in df (e.g. the code variant, which the 4x-length runs leave out) is left out."""
-    from .configs import FEDDURE_CODE, FEDDURE_PAPER
-    from ..methods import FEDAVG_LABELED
-    last = released.sort_values("round").groupby("seed").tail(1).set_index("seed").test_acc
-    seeds = sorted(last.index)
-    ours = {r: df[(df.row == r) & (df.setting == setting)].set_index("seed").final_acc
-            for r in (FEDDURE_PAPER, FEDDURE_CODE, label_of(FEDAVG_LABELED))}
-    rows = [{"row": FEDDURE_RELEASED, **{f"seed {s}": f"{last[s]:.1f}" for s in seeds}, "mean": mean_std(last[seeds])}]
-    for r, v in ours.items():
-        if v.empty:
-            continue
-        got = [v[s] for s in seeds if s in v.index]
-        rows.append({"row": f"{r}, ours", **{f"seed {s}": f"{v[s]:.1f}" if s in v.index else "not run" for s in seeds},
-                     "mean": mean_std(got)})
-    return pd.DataFrame(rows)
-
-
-def feddure_released_tables(released: pd.DataFrame, ours_by_rounds: dict, setting: str = "(DIR, DIR)") -> dict:
-    """feddure_released_table at each length of ours (rounds -> our runs of that length) at which the released code
-    ran, keyed by rounds; a length it did not run at is left out (an empty dict: it ran at none of them)."""
-    return {at: feddure_released_table(ours, released[released.rounds == at], setting)
-            for at, ours in ours_by_rounds.items() if (released.rounds == at).any()}
 
 
 # scripts/cbafed_probe.py's CSVs (notebooks/probes/cbafed_probe_ROW_seedS.csv): per federated round, the test accuracy
