@@ -5,7 +5,6 @@ reads them all, confirmation (the fresh-seed confirmation of the claims the seed
 `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (
-    cbafed_claims,
     diagnosis_findings,
     few_label_claims,
     figure2_claims,
@@ -49,7 +48,6 @@ from .configs import (
 )
 from .figures import (
     augmentation_grid,
-    cbafed_figure,
     FEW_LABEL_BOUNDS,
     few_label_curves,
     horizon_figure,
@@ -105,13 +103,6 @@ from .runs import (
 )
 from .tables import (
     authors_details_table,
-    best_after,
-    cbafed_code_table,
-    cbafed_labeled_clients,
-    cbafed_paper_only,
-    cbafed_probe_table,
-    cbafed_probes,
-    cbafed_table,
     class_table,
     cost_table,
     few_label_noniid_table,

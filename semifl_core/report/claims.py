@@ -385,34 +385,6 @@ def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winn
     return claims(items)
 
 
-def cbafed_claims(df, df_own=None, df_code=None) -> pd.DataFrame:
-    """CBAFed's Table 1 claims on our runs (final round, RULE): on our balanced labeled client (df), and, with df_own
-    (runs of configs.cbafed_own_setting_configs), the same three claims in their code's setting, a Dirichlet-drawn
-    labeled client; with df_code (configs.cbafed_code_configs), CBAFed above its lower bound as the released code runs
-    both."""
-    from ..methods import CBAFED, CBAFED_LOWER, CBAFED_METHODS
-    rows = []
-    if df_code is not None:
-        cb, lower = (seed_values(df_code, label=f"{label_of(m)}, released code") for m in (CBAFED, CBAFED_LOWER))
-        rows.append(("As their released code runs both (its residual timing and input pipeline, their setting): CBAFed "
-                     "beats its lower bound (theirs: 85.49 vs 78.26 with residual, as the released code runs it)",
-                     above(cb, lower),
-                     f"{mean_std(cb)} vs {mean_std(lower)}"))
-    for frame, where in ((df, ""), (df_own, "Labeled client drawn as their code draws it: ")):
-        if frame is None:
-            continue
-        cb, lower, upper, fixmatch = (seed_values(frame, label=label_of(m)) for m in CBAFED_METHODS)
-        rows += [
-            (f"{where}CBAFed beats its lower bound, the labeled client alone (theirs: 85.49 vs 78.26 with residual)",
-             above(cb, lower), f"{mean_std(cb)} vs {mean_std(lower)}"),
-            (f"{where}CBAFed beats FedAvg + FixMatch on the same placement and schedule (ours; their table has no "
-             f"such row)", above(cb, fixmatch), f"{mean_std(cb)} vs {mean_std(fixmatch)}"),
-            (f"{where}The upper bound, every client labeled, stays above CBAFed (theirs: 90.14 vs 85.49)",
-             above(upper, cb), f"{mean_std(upper)} vs {mean_std(cb)}"),
-        ]
-    return claims(rows)
-
-
 def _flip(verdicts):
     """Verdicts of 'A at least B' read as 'B above A' (held <-> not held, the interval negated; the rest as they are)."""
     return [flip(v) for v in verdicts]

@@ -1,7 +1,7 @@
 """Figures: their one style and width (THEME, MAX_WIDTH: new_figure starts every figure), saving them (a PNG that
 records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, the
 curves the figures draw (pseudo-label quality, stages of a round, baselines copied into every panel), the scale
-study's, the training-length study's and CBAFed's figures and the augmentation grid."""
+study's and the training-length study's figures and the augmentation grid."""
 from __future__ import annotations
 
 import textwrap
@@ -356,35 +356,4 @@ def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
             mean_band(ax, c[c.R == r].dropna(subset=[y]), "progress", y, color, f"R={r}", bounds, marker=".")
         ax.set(xlabel="round / R", ylabel=name, title=f"SemiFL's {name.split(' (')[0].lower()}\nper round")
         ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
-    return fig
-
-
-def cbafed_figure(df, warmup: int, title: str):
-    """CBAFed's Table 1 runs (df: run_all over configs.cbafed_configs). Top: test accuracy per round per row, mean
-    and a band of one std over seeds, with the end of the warm-up (the labeled client alone trains until then) as a
-    dotted line. Bottom, CBAFed only: the share of the unlabeled clients' images that enter training and the accuracy
-    of their pseudo-labels, per federated round. Legends below the panels. None when there is nothing to draw."""
-    from matplotlib.ticker import MaxNLocator
-
-    from ..methods import CBAFED
-    from .configs import label_of
-    long = curves(df, keep=("label", "seed"))
-    if long.empty:
-        return None
-    fig = new_figure(10.0)
-    axes = fig.subplots(2, 1, gridspec_kw=dict(height_ratios=[1.2, 1]))
-    rows = list(dict.fromkeys(long.label))
-    for row, color in zip(rows, colors(len(rows))):
-        mean_band(axes[0], long[long.label == row].dropna(subset=["test_acc"]), "round", "test_acc", color, row)
-    axes[0].axvline(warmup + 0.5, color="grey", ls=":", label=f"end of the warm-up (round {warmup})")
-    axes[0].set(xlabel="round (warm-up, then federated)", ylabel="test accuracy (%)", title=title)
-    cb = long[long.label == label_of(CBAFED)].assign(label_ratio=lambda d: 100 * d.get("label_ratio", np.nan))
-    for (y, name), color in zip((("label_ratio", "unlabeled images used (label ratio, %)"),
-                                 ("pseudo_acc", "their pseudo-labels' accuracy (%)")), colors(2)):
-        if y in cb:
-            mean_band(axes[1], cb.dropna(subset=[y]), "round", y, color, name, (0, 100))
-    axes[1].set(xlabel="federated round", ylabel="%", title="CBAFed: the unlabeled clients' pseudo-labels")
-    for ax in axes:
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     return fig
