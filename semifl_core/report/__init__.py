@@ -6,7 +6,6 @@ reads them all, confirmation (the fresh-seed confirmation of the claims the seed
 from ..config import TRAIN_SIZE, profile
 from .claims import (
     diagnosis_findings,
-    few_label_claims,
     figure2_claims,
     figure6_claims,
     horizon_claims,
@@ -48,8 +47,6 @@ from .configs import (
 )
 from .figures import (
     augmentation_grid,
-    FEW_LABEL_BOUNDS,
-    few_label_curves,
     horizon_figure,
     lineplot_grid,
     PSEUDO_BOUNDS,
@@ -102,11 +99,8 @@ from .runs import (
     train_minutes,
 )
 from .tables import (
-    authors_details_table,
     class_table,
     cost_table,
-    few_label_noniid_table,
-    few_label_table,
     figure2_table,
     fsl_plateau,
     gap_table,

@@ -326,34 +326,6 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
     return pd.DataFrame(items, columns=["finding", "verdict", "evidence"])
 
 
-def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:
-    """The few-label study's claims: per N_S in `ns`, the paper's rule and each other rule against Partially
-    Supervised, and each other rule against the paper's (final round, RULE); a rule not run says so. `noniid` (the
-    follow-up's tables.few_label_noniid_table) adds its verdicts under Non-IID K=2."""
-    from ..methods.pseudo_labels import FIXED, RULES
-    from .configs import few_label_rows
-    items = []
-    for n in ns:
-        v = lambda m: seed_values(df, num_supervised=n, method=m)   # noqa: E731
-        psl = v(label_of(PARTIALLY_SUPERVISED))
-        for rule in few_label_rows():
-            name = f"SemiFL with the {rule} rule" if rule in RULES else rule
-            items.append((f"[N_S={n}] {name} beats Partially Supervised", above(v(rule), psl),
-                          f"{mean_std(v(rule))} vs {mean_std(psl)}"))
-            if rule != FIXED:
-                items.append((f"[N_S={n}] {name if rule not in RULES else f'the {rule} rule'} beats SemiFL's fixed "
-                              "tau", above(v(rule), v(FIXED)), f"{mean_std(v(rule))} vs {mean_std(v(FIXED))}"))
-    noniid = noniid if noniid is not None else pd.DataFrame(columns=["row", "final"])
-    final = dict(zip(noniid["row"], noniid["final"]))
-    for _, r in noniid.iterrows():
-        for col, other in (("beats Partially Supervised", label_of(PARTIALLY_SUPERVISED)), ("beats the fixed rule", FIXED)):
-            if r[col] != "-":
-                items.append((f"[Non-IID K=2, N_S={max(ns)}] {r['row']} beats "
-                              f"{'the fixed rule' if other == FIXED else other}", r[col],
-                              f"{r['final']} vs {final.get(other, 'not run')}"))
-    return claims(items)
-
-
 def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winners=None) -> pd.DataFrame:
     """The training-length study's claims (df: configs.horizon_runs), per R in `horizons`: SemiFL above Partially
     Supervised, the centralized ceiling above it, SemiFL closing at least half the gap (the paper: 87 % under IID).

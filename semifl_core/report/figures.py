@@ -296,33 +296,6 @@ def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
     return fig, blank
 
 
-FEW_LABEL_METRICS = {"test_acc": "test accuracy (%)", "largest_share": "largest class's share of the fix set",
-                     "label_ratio": "Label Ratio (fraction)", "threshold_acc": "Threshold Accuracy (%)"}
-FEW_LABEL_BOUNDS = {"test accuracy (%)": (0, 100), "largest class's share of the fix set": (0, 1),
-                    "Label Ratio (fraction)": (0, 1), "Threshold Accuracy (%)": (0, 100)}
-
-
-def few_label_curves(df) -> pd.DataFrame:
-    """Long per-round measures of the few-label study: the outcome, test accuracy, of every rule's SemiFL runs (the
-    fixed rule from its instrumented runs) and of the baselines, then the rules' pseudo-label measures: the largest
-    class's share of the fix set, the label ratio (fix-set size / client images) and the fix set's pseudo-label
-    accuracy; columns round, rule, seed, N_S ('N_S=<n>'), metric (FEW_LABEL_METRICS' names, in its order), value."""
-    from ..methods.pseudo_labels import FIXED
-    from .configs import FIXED_INSTRUMENTED
-    c = curves(df[df.method != FIXED])
-    if c.empty:   # nothing trained yet (an empty store)
-        return pd.DataFrame(columns=["round", "rule", "seed", "N_S", "metric", "value"])
-    shares = [k for k in c.columns if k.startswith("fix_share_c")]
-    c["largest_share"] = c[shares].max(axis=1).where(c[shares].sum(axis=1) > 0) if shares else np.nan   # empty: NaN
-    c = c.reindex(columns=list(c.columns) + [k for k in FEW_LABEL_METRICS if k not in c])
-    c["rule"] = c.method.replace({FIXED_INSTRUMENTED: FIXED})
-    long = c.melt(id_vars=["round", "rule", "seed", "num_supervised"], value_vars=list(FEW_LABEL_METRICS),
-                  var_name="metric", value_name="value")
-    long["metric"] = long.metric.map(FEW_LABEL_METRICS)
-    long["N_S"] = "N_S=" + long.num_supervised.astype(int).astype(str)
-    return long.drop(columns="num_supervised").dropna(subset=["value"])
-
-
 def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
     """Top: the gap SemiFL closes (final round, and the mean over the last 10 % of rounds, %) against R on a log
     axis, every seed a point, with the paper's IID CIFAR-10 (N_S=250) value as a reference line. Bottom left and

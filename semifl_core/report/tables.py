@@ -524,48 +524,6 @@ def split_table(splits) -> pd.DataFrame:
     return _table(rows, ["N_S", "method", "mean(std)", "range"])
 
 
-def few_label_table(df) -> pd.DataFrame:
-    """Per N_S and pseudo-label rule, and (FL)^2 (df: run_pairs over few_label_configs, 'method' = the rule): the
-    final and best accuracy, SemiFL - Partially Supervised and the gap closed (final round, seed by seed), and the verdicts
-    (RULE) against Partially Supervised and against the paper's fixed rule."""
-    from ..methods.pseudo_labels import FIXED
-    from .configs import few_label_rows
-    rows = []
-    for n, at in df.groupby("num_supervised"):
-        by = lambda m, metric="final_acc": at[at.method == m].set_index("seed")[metric]   # noqa: E731
-        psl, fsl = by(label_of(PARTIALLY_SUPERVISED)), by(label_of(FULLY_SUPERVISED))
-        for rule in few_label_rows():
-            v = by(rule)
-            both = pd.concat([v, psl, fsl], axis=1, join="inner").to_numpy(float).T
-            rows.append({"N_S": n, "pseudo-label rule": rule, "SemiFL, final": mean_std(v),
-                         "SemiFL, best": mean_std(by(rule, "best_acc")),
-                         "SemiFL - Partially": mean_std(both[0] - both[1]),
-                         "gap closed (%)": mean_std(gap_closed(*both)),
-                         "beats Partially Supervised": above(v.to_dict(), psl.to_dict()),   # paired by seed
-                         "beats the fixed rule": "-" if rule == FIXED else above(v.to_dict(), by(FIXED).to_dict())})
-        rows.append({"N_S": n, "pseudo-label rule": f"({label_of(PARTIALLY_SUPERVISED)})",
-                     "SemiFL, final": mean_std(psl), "SemiFL, best": mean_std(by(label_of(PARTIALLY_SUPERVISED),
-                                                                                    "best_acc"))})
-    columns = ["N_S", "pseudo-label rule", "SemiFL, final", "SemiFL, best", "SemiFL - Partially", "gap closed (%)",
-               "beats Partially Supervised", "beats the fixed rule"]
-    return pd.DataFrame(rows, columns=columns).fillna("").set_index(["N_S", "pseudo-label rule"])
-
-
-def authors_details_table(df, base) -> pd.DataFrame:
-    """Each of the authors' details (df: run_all over authors_details_configs, label 'detail | SemiFL') against the
-    profile's SemiFL at the same N_S (base: its run_all rows): final and best accuracy, the difference and RULE's
-    verdict on '<detail> ends above the profile'."""
-    rows, ours = [], seeded(base, "final_acc")
-    for label, g in df.groupby("label", sort=False):
-        v = seeded(g, "final_acc")
-        rows.append({"the authors' detail": label.split(" | ")[0], "SemiFL, final": mean_std(v),
-                     "SemiFL, best": mean_std(g.best_acc), "ours (profile), final": mean_std(ours),
-                     "difference of means": f"{v.mean() - ours.mean():+.1f}" if len(v) and len(ours) else "not run",
-                     "above the profile": above(v, ours)})
-    return pd.DataFrame(rows, columns=["the authors' detail", "SemiFL, final", "SemiFL, best", "ours (profile), final",
-                                       "difference of means", "above the profile"]).set_index("the authors' detail")
-
-
 def last_tenth(path, rounds: int) -> float:
     """Mean test accuracy over the evaluated rounds in the last 10 % of a run (rounds >= 0.9 R)."""
     from ..results import load_metrics
@@ -613,23 +571,6 @@ def horizon_table(df) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["R", "SemiFL", "Partially Supervised", "FixMatch (centralized)",
                                        GAP_FINAL, GAP_LATE, "SemiFL above Partially",
                                        "FixMatch above Partially"]).set_index("R")
-
-
-def few_label_noniid_table(df, best) -> pd.DataFrame:
-    """The few-label follow-up under Non-IID K=2 (df: run_all over configs.few_label_noniid_configs): per row (the
-    `best` rows, the fixed rule, Partially Supervised) the final accuracy and RULE's verdicts against Partially
-    Supervised and the fixed rule; a row not run says so."""
-    from ..methods.pseudo_labels import FIXED
-    columns = ["row", "final", "beats Partially Supervised", "beats the fixed rule"]
-    if not best:
-        return pd.DataFrame(columns=columns)
-    df = df.assign(row=df.label.astype(str).str.split(" | ", regex=False).str[0])
-    v = lambda r: seed_values(df, row=r)  # noqa: E731
-    psl, fixed = v(label_of(PARTIALLY_SUPERVISED)), v(FIXED)
-    return pd.DataFrame([{"row": r, "final": mean_std(v(r)),
-                          "beats Partially Supervised": above(v(r), psl) if r != label_of(PARTIALLY_SUPERVISED) else "-",
-                          "beats the fixed rule": above(v(r), fixed) if r not in (FIXED, label_of(PARTIALLY_SUPERVISED))
-                          else "-"} for r in (*best, FIXED, label_of(PARTIALLY_SUPERVISED))], columns=columns)
 
 
 def long_winners_table(winners: pd.DataFrame, configs: dict, long_df: pd.DataFrame) -> pd.DataFrame:
