@@ -252,7 +252,8 @@ def test_the_long_profile_claims_judge_each_partition_by_its_final_round():
     add(SEMIFL, "non-iid-l-2", [60, 61, 62], 95)    # below
     add(SEMIFL, "dir-0.3", [71, 72, 73], 95)        # 1 point above, inside the two spreads
     no_horizons = pd.DataFrame(columns=["R", "seed", "method", "final_acc", "path"])
-    c = report.horizon_claims(no_horizons, (), pd.DataFrame(rows), ("fashionmnist", 100)).set_index("claim").verdict
+    horizon_claims = load("horizon")["horizon_claims"]
+    c = horizon_claims(no_horizons, (), pd.DataFrame(rows), ("fashionmnist", 100)).set_index("claim").verdict
     assert c.to_dict() == {"[long, IID] SemiFL beats Partially Supervised": "held",
                            "[long, Non-IID, K=2] SemiFL beats Partially Supervised": "not held",
                            "[long, Non-IID, Dir(0.3)] SemiFL beats Partially Supervised": "within noise",

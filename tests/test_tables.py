@@ -93,12 +93,13 @@ def test_long_winners_table_compares_each_winner_with_its_own_partition():
     """The label-skew study's rows of Table 1 at `long`: every configured winner is a row (not run where no run is in), judged
     against Partially Supervised and against SemiFL at its own partition."""
     from semifl_core.report import configs as C
+    nb = load("horizon")
     cfgs = C.long_winner_configs("long", "fashionmnist", 100)
     runs = lambda label, accs: [dict(label=label, seed=s, final_acc=a) for s, a in enumerate(accs)]  # noqa: E731
     winners = pd.DataFrame(runs("SemiFL, client-adaptive | iid", [80.0, 81.0, 80.5]))
     long_df = pd.DataFrame(runs(label_of(PARTIALLY_SUPERVISED), [70.0, 71.0, 70.5])
                            + runs("SemiFL | iid", [80.0, 81.0, 80.0]) + runs("SemiFL | non-iid-l-2", [60.0, 61.0, 60.0]))
-    t = report.long_winners_table(winners, cfgs, long_df).set_index(["row", "partition"])
+    t = nb["long_winners_table"](winners, cfgs, long_df).set_index(["row", "partition"])
     assert len(t) == len(cfgs)
     ca = t.loc[("SemiFL, client-adaptive", "IID")]
     assert ca["final"] == "80.5 (0.4) n=3" and ca["beats Partially Supervised"] == "held"
@@ -108,7 +109,7 @@ def test_long_winners_table_compares_each_winner_with_its_own_partition():
     assert k2["final"] == "not run" and k2["beats Partially Supervised"] == "not run"
     assert k2["SemiFL (fixed rule), same partition"] == "60.3 (0.5) n=3"      # its own partition's SemiFL
     no_horizons = pd.DataFrame(columns=["R", "seed", "method", "final_acc", "path"])
-    c = report.horizon_claims(no_horizons, (), winners=report.long_winners_table(winners, cfgs, long_df))
+    c = nb["horizon_claims"](no_horizons, (), winners=nb["long_winners_table"](winners, cfgs, long_df))
     c = c.set_index("claim").verdict                                          # the claims read the table's verdicts
     assert c["[long, IID] SemiFL, client-adaptive beats Partially Supervised"] == "held"
     assert c["[long, Non-IID, K=2] (FL)² beats Partially Supervised"] == "not run" and len(c) == len(cfgs)
@@ -153,7 +154,8 @@ def test_gap_closed_is_a_percentage_everywhere():
     pts = report.tables.paper_gap_points()
     iid = pts.query("dataset == 'CIFAR-10' and num_supervised == 250 and partition == 'iid'").closed.iloc[0]
     assert 80 < iid < 100                                   # the paper's 87 %, not 0.87
-    assert report.tables.GAP_FINAL.startswith("gap closed (%)") and report.tables.GAP_LATE.startswith("gap closed (%)")
+    horizon = load("horizon")                               # the training-length study's columns
+    assert horizon["GAP_FINAL"].startswith("gap closed (%)") and horizon["GAP_LATE"].startswith("gap closed (%)")
     rows = [dict(label=f"N_S=100 | {label_of(m)}", seed=s, final_acc=a) for s in range(3)
             for m, a in ((SEMIFL, 85.0), (PARTIALLY_SUPERVISED, 70.0), (FULLY_SUPERVISED, 90.0))]
     t = report.tables.scale_table(pd.DataFrame(rows))

@@ -8,7 +8,6 @@ from .claims import (
     diagnosis_findings,
     figure2_claims,
     figure6_claims,
-    horizon_claims,
     learning_curve_claims,
     scale_claims,
     table1_claims,
@@ -47,7 +46,6 @@ from .configs import (
 )
 from .figures import (
     augmentation_grid,
-    horizon_figure,
     lineplot_grid,
     PSEUDO_BOUNDS,
     pseudo_label_curves,
@@ -104,10 +102,7 @@ from .tables import (
     figure2_table,
     fsl_plateau,
     gap_table,
-    horizon_points,
-    horizon_table,
     left_out,
-    long_winners_table,
     mean_std,
     ns_rule,
     profile_differences,

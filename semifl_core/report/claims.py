@@ -6,15 +6,14 @@ import numpy as np
 import pandas as pd
 
 from ..config import profile
-from ..methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED,
-                       SEMIFL)
+from ..methods import FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
 from . import paper
-from .configs import (FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
+from .configs import (INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of,
                       table5_label, table5_rows)
 from .paper import ABLATION_PARTITIONS, IID, NON_IID_K2, PARTITIONS
 from .rule import Verdict, above, at_least, every, flip, not_worse
 from .tables import (STAGE_STEPS, TABLE4_FIELDS, accuracy, mean_std, paper_table4, profile_table4,
-                     same_value, seed_values, seeded, select, split_table, stage_change, stage_halves, stage_table,
+                     same_value, seeded, select, split_table, stage_change, stage_halves, stage_table,
                      suspects_table)
 
 
@@ -324,37 +323,6 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
                               f"{row['final accuracy']} vs profile "
                               f"{table.loc[INSTRUMENTED, 'final accuracy']} (difference {row['difference to profile']})"))
     return pd.DataFrame(items, columns=["finding", "verdict", "evidence"])
-
-
-def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winners=None) -> pd.DataFrame:
-    """The training-length study's claims (df: configs.horizon_runs), per R in `horizons`: SemiFL above Partially
-    Supervised, the centralized ceiling above it, SemiFL closing at least half the gap (the paper: 87 % under IID).
-    With long_df (Table 1's runs at the `long_name` profile, for (dataset, N_S) `pair`), the same first claim per
-    partition at that profile, final round as above; with `winners` (tables.long_winners_table), each few-label
-    winner's verdict against Partially Supervised, read from that table so that the two cannot disagree."""
-    from .tables import GAP_FINAL, horizon_points
-    pts, items = horizon_points(df), []
-    for r in horizons:
-        semi, psl, fm = (seed_values(df, R=r, method=label_of(m)) for m in (SEMIFL, PARTIALLY_SUPERVISED, FIXMATCH))
-        closed = pts[pts.R == r][GAP_FINAL].to_numpy(float)
-        items.append((f"[R={r}] SemiFL beats Partially Supervised", above(semi, psl),
-                      f"{mean_std(semi)} vs {mean_std(psl)}"))
-        items.append((f"[R={r}] SemiFL closes at least half of the Partially -> Fully gap (paper, IID: 87 %)",
-                      at_least(closed, 50.0), f"gap closed {mean_std(closed, '%')}"))
-        if r in FIXMATCH_HORIZONS:
-            items.append((f"[R={r}] centralized FixMatch (same data and steps) beats Partially Supervised",
-                          above(fm, psl), f"{mean_std(fm)} vs {mean_std(psl)}"))
-    if long_df is not None:
-        ds, n = pair
-        psl = accuracy(long_df, ds, n, label_of(PARTIALLY_SUPERVISED), metric="final_acc")
-        for part in PARTITIONS:
-            claim = f"[{long_name}, {paper.PARTITION_NAMES[part]}] SemiFL beats Partially Supervised"
-            semi = accuracy(long_df, ds, n, label_of(SEMIFL), part, metric="final_acc")
-            items.append((claim, above(semi[2], psl[2]), f"{semi[1]} vs {psl[1]}"))
-    for w in [] if winners is None else winners.to_dict("records"):
-        items.append((f"[{long_name}, {w['partition']}] {w['row']} beats Partially Supervised",
-                      w["beats Partially Supervised"], f"{w['final']} vs {w['Partially Supervised']}"))
-    return claims(items)
 
 
 def _flip(verdicts):

@@ -1,7 +1,7 @@
 """Figures: their one style and width (THEME, MAX_WIDTH: new_figure starts every figure), saving them (a PNG that
 records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, the
 curves the figures draw (pseudo-label quality, stages of a round, baselines copied into every panel), the scale
-study's and the training-length study's figures and the augmentation grid."""
+study's figure and the augmentation grid."""
 from __future__ import annotations
 
 import textwrap
@@ -14,7 +14,7 @@ from . import paper
 from .configs import BASELINES, TABLE2_VARIANTS
 from .paper import IID, NON_IID_K2
 from .runs import _kernel, curves, display_name, repo_path
-from .tables import GAP_FINAL, GAP_LATE, ROUND_STAGES, instrumented_curves, paper_gap_points
+from .tables import ROUND_STAGES, instrumented_curves, paper_gap_points
 
 
 DPI = 150          # the PNG's resolution
@@ -294,39 +294,3 @@ def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
         v = augment.strong(many, data.flip, g, variant).flatten(1)
         blank[variant] = 100 * (v.amax(1) == v.amin(1)).float().mean().item()
     return fig, blank
-
-
-def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
-    """Top: the gap SemiFL closes (final round, and the mean over the last 10 % of rounds, %) against R on a log
-    axis, every seed a point, with the paper's IID CIFAR-10 (N_S=250) value as a reference line. Bottom left and
-    right: SemiFL's label ratio and threshold accuracy per round, one colour per R (x = round / R), mean and a band of
-    one std clipped to the measure's range. Legends below the panels. None when there is nothing to draw."""
-    import matplotlib.pyplot as plt
-
-    from ..methods import SEMIFL
-    from .configs import label_of
-    if points.empty:
-        return None
-    fig = new_figure(9.5)
-    axes = fig.subplot_mosaic([["gap", "gap"], ["ratio", "thr"]])
-    gap = axes["gap"]
-    for (measure, shift), marker, color in zip(((GAP_FINAL, 0.96), (GAP_LATE, 1.04)), "os", colors(2)):
-        gap.scatter(points.R * shift, points[measure], marker=marker, alpha=0.8, color=color, label=measure)
-    gap.set_xscale("log")
-    gap.set_xticks(sorted(points.R.unique()), [str(r) for r in sorted(points.R.unique())])
-    gap.xaxis.set_minor_formatter(plt.NullFormatter())
-    ref = paper_gap_points().query("partition == @IID and num_supervised == 250 and dataset == 'CIFAR-10'")
-    gap.axhline(ref.closed.iloc[0], ls="--", c="gray", label="paper: CIFAR-10, N_S=250, IID")
-    gap.axhline(0, c="black", lw=0.8)
-    gap.set(xlabel="rounds R (log scale)", ylabel="gap closed (%)", title="Partially -> Fully Supervised gap closed")
-    gap.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
-    c = curves(df[df.method == label_of(SEMIFL)], keep=("R", "seed"))
-    c["progress"] = c["round"] / c["R"]
-    rs = sorted(c.R.unique())
-    for ax, y, name, bounds in ((axes["ratio"], "label_ratio", "Label Ratio (fraction)", (0, 1)),
-                                (axes["thr"], "threshold_acc", "Threshold Accuracy (%)", (0, 100))):
-        for r, color in zip(rs, colors(len(rs))):
-            mean_band(ax, c[c.R == r].dropna(subset=[y]), "progress", y, color, f"R={r}", bounds, marker=".")
-        ax.set(xlabel="round / R", ylabel=name, title=f"SemiFL's {name.split(' (')[0].lower()}\nper round")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
-    return fig
