@@ -67,8 +67,44 @@ print(report.runs_summary(df))
 #
 # SemiFL with each pseudo-label rule, (FL)², and Partially Supervised (the labels alone, SemiFL's server budget), at N_S=40 and N_S=100; mean over seeds and a band of one standard deviation. Fully Supervised (every label, its own 10 epochs) is the dashed reference line at its final accuracy.
 
+# %% tags=["definitions"]
+import numpy as np
+import pandas as pd
+
+from semifl_core.methods.pseudo_labels import FIXED, RULES
+from semifl_core.report.configs import FIXED_INSTRUMENTED, few_label_rows, label_of
+from semifl_core.report.runs import curves
+
+
+FEW_LABEL_METRICS = {"test_acc": "test accuracy (%)", "largest_share": "largest class's share of the fix set",
+                     "label_ratio": "Label Ratio (fraction)", "threshold_acc": "Threshold Accuracy (%)"}
+FEW_LABEL_BOUNDS = {"test accuracy (%)": (0, 100), "largest class's share of the fix set": (0, 1),
+                    "Label Ratio (fraction)": (0, 1), "Threshold Accuracy (%)": (0, 100)}
+
+
+def few_label_curves(df) -> pd.DataFrame:
+    """Long per-round measures of the few-label study: the outcome, test accuracy, of every rule's SemiFL runs
+    (the fixed rule from its instrumented runs) and of the baselines, then the rules' pseudo-label measures: the
+    largest class's share of the fix set, the label ratio (fix-set size / client images) and the fix set's
+    pseudo-label accuracy; columns round, rule, seed, N_S ('N_S=<n>'), metric (FEW_LABEL_METRICS' names, in its
+    order), value."""
+    c = curves(df[df.method != FIXED])
+    if c.empty:   # nothing trained yet (an empty store)
+        return pd.DataFrame(columns=["round", "rule", "seed", "N_S", "metric", "value"])
+    shares = [k for k in c.columns if k.startswith("fix_share_c")]
+    c["largest_share"] = (c[shares].max(axis=1).where(c[shares].sum(axis=1) > 0) if shares
+                          else np.nan)   # an empty fix set: NaN
+    c = c.reindex(columns=list(c.columns) + [k for k in FEW_LABEL_METRICS if k not in c])
+    c["rule"] = c.method.replace({FIXED_INSTRUMENTED: FIXED})
+    long = c.melt(id_vars=["round", "rule", "seed", "num_supervised"], value_vars=list(FEW_LABEL_METRICS),
+                  var_name="metric", value_name="value")
+    long["metric"] = long.metric.map(FEW_LABEL_METRICS)
+    long["N_S"] = "N_S=" + long.num_supervised.astype(int).astype(str)
+    return long.drop(columns="num_supervised").dropna(subset=["value"])
+
+
 # %%
-cur = report.few_label_curves(df)
+cur = few_label_curves(df)
 order = [*configs.few_label_rows(), 'Partially Supervised', 'Fully Supervised']
 data_name = report.paper.DATASET_NAMES.get(ds, ds)
 fig = report.lineplot_grid(
@@ -82,8 +118,40 @@ report.save_figure(fig, figures_dir, f'few_labels_{ds}')
 #
 # Final and best round's test accuracy (%), SemiFL - Partially Supervised (points) and the gap closed (%), seed by seed, with the verdicts against Partially Supervised and against the paper's fixed rule.
 
+# %% tags=["definitions"]
+from semifl_core.methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED
+from semifl_core.report.rule import above
+from semifl_core.report.tables import gap_closed, mean_std
+
+
+def few_label_table(df) -> pd.DataFrame:
+    """Per N_S and pseudo-label rule, and (FL)^2 (df: run_pairs over few_label_configs, 'method' = the rule): the
+    final and best accuracy, SemiFL - Partially Supervised and the gap closed (final round, seed by seed), and
+    the verdicts (RULE) against Partially Supervised and against the paper's fixed rule."""
+    rows = []
+    for n, at in df.groupby("num_supervised"):
+        by = lambda m, metric="final_acc": at[at.method == m].set_index("seed")[metric]   # noqa: E731
+        psl, fsl = by(label_of(PARTIALLY_SUPERVISED)), by(label_of(FULLY_SUPERVISED))
+        for rule in few_label_rows():
+            v = by(rule)
+            both = pd.concat([v, psl, fsl], axis=1, join="inner").to_numpy(float).T
+            rows.append({"N_S": n, "pseudo-label rule": rule, "SemiFL, final": mean_std(v),
+                         "SemiFL, best": mean_std(by(rule, "best_acc")),
+                         "SemiFL - Partially": mean_std(both[0] - both[1]),
+                         "gap closed (%)": mean_std(gap_closed(*both)),
+                         "beats Partially Supervised": above(v.to_dict(), psl.to_dict()),   # paired by seed
+                         "beats the fixed rule": "-" if rule == FIXED else above(v.to_dict(),
+                                                                                 by(FIXED).to_dict())})
+        rows.append({"N_S": n, "pseudo-label rule": f"({label_of(PARTIALLY_SUPERVISED)})",
+                     "SemiFL, final": mean_std(psl), "SemiFL, best": mean_std(by(label_of(PARTIALLY_SUPERVISED),
+                                                                                    "best_acc"))})
+    columns = ["N_S", "pseudo-label rule", "SemiFL, final", "SemiFL, best", "SemiFL - Partially",
+               "gap closed (%)", "beats Partially Supervised", "beats the fixed rule"]
+    return pd.DataFrame(rows, columns=columns).fillna("").set_index(["N_S", "pseudo-label rule"])
+
+
 # %% tags=["nbval-check-output"]
-report.few_label_table(df)
+few_label_table(df)
 
 # %% [markdown]
 # ## What each rule puts in the fix set
@@ -94,8 +162,8 @@ report.few_label_table(df)
 pseudo = cur[(cur.metric != 'test accuracy (%)') & cur.rule.isin(configs.few_label_rows())]
 fig = report.lineplot_grid(pseudo, 'value', hue='rule', col='N_S', row='metric',
                            hue_order=configs.few_label_rows(),
-                           ylabel={m: m for m in report.figures.FEW_LABEL_METRICS.values()},
-                           bounds=report.FEW_LABEL_BOUNDS, height=2.8,
+                           ylabel={m: m for m in FEW_LABEL_METRICS.values()},
+                           bounds=FEW_LABEL_BOUNDS, height=2.8,
                            title='What each rule puts in the fix set, per round')
 report.save_figure(fig, figures_dir, f'few_labels_fixset_{ds}')
 
@@ -109,9 +177,30 @@ n40 = min(n for _, n in few_ns)
 details = report.run_all(report.authors_details_configs(profile, ds, n40, rounds), seed_list,
                          results_dir, device)
 
+# %% tags=["definitions"]
+from semifl_core.report.tables import seeded
+
+
+def authors_details_table(df, base) -> pd.DataFrame:
+    """Each of the authors' details (df: run_all over authors_details_configs, label 'detail | SemiFL') against
+    the profile's SemiFL at the same N_S (base: its run_all rows): final and best accuracy, the difference and
+    RULE's verdict on '<detail> ends above the profile'."""
+    rows, ours = [], seeded(base, "final_acc")
+    for label, g in df.groupby("label", sort=False):
+        v = seeded(g, "final_acc")
+        rows.append({"the authors' detail": label.split(" | ")[0], "SemiFL, final": mean_std(v),
+                     "SemiFL, best": mean_std(g.best_acc), "ours (profile), final": mean_std(ours),
+                     "difference of means": (f"{v.mean() - ours.mean():+.1f}" if len(v) and len(ours)
+                                             else "not run"),
+                     "above the profile": above(v, ours)})
+    columns = ["the authors' detail", "SemiFL, final", "SemiFL, best", "ours (profile), final",
+               "difference of means", "above the profile"]
+    return pd.DataFrame(rows, columns=columns).set_index("the authors' detail")
+
+
 # %% tags=["nbval-check-output"]
 base = df[(df.method == 'fixed') & (df.num_supervised == n40)]
-report.authors_details_table(details, base)
+authors_details_table(details, base)
 
 # %% [markdown]
 # ## Non-IID K=2: the two best rows at the profile's N_S
@@ -126,8 +215,29 @@ print(f'the two best rows at N_S={n_top}, IID:',
 noniid = (report.run_all(configs.few_label_noniid_configs(profile, ds, n_top, best), seed_list,
                          results_dir, device) if best else df.iloc[:0])
 
+# %% tags=["definitions"]
+from semifl_core.report.tables import seed_values
+
+
+def few_label_noniid_table(df, best) -> pd.DataFrame:
+    """The few-label follow-up under Non-IID K=2 (df: run_all over configs.few_label_noniid_configs): per row
+    (the `best` rows, the fixed rule, Partially Supervised) the final accuracy and RULE's verdicts against
+    Partially Supervised and the fixed rule; a row not run says so."""
+    columns = ["row", "final", "beats Partially Supervised", "beats the fixed rule"]
+    if not best:
+        return pd.DataFrame(columns=columns)
+    df = df.assign(row=df.label.astype(str).str.split(" | ", regex=False).str[0])
+    v = lambda r: seed_values(df, row=r)  # noqa: E731
+    partial = label_of(PARTIALLY_SUPERVISED)
+    psl, fixed = v(partial), v(FIXED)
+    return pd.DataFrame([{"row": r, "final": mean_std(v(r)),
+                          "beats Partially Supervised": above(v(r), psl) if r != partial else "-",
+                          "beats the fixed rule": above(v(r), fixed) if r not in (FIXED, partial) else "-"}
+                         for r in (*best, FIXED, partial)], columns=columns)
+
+
 # %% tags=["nbval-check-output"]
-noniid_table = report.few_label_noniid_table(noniid, best)
+noniid_table = few_label_noniid_table(noniid, best)
 noniid_table
 
 
@@ -146,8 +256,40 @@ report.confirmation.frame(["SemiFL, client-adaptive rule above Partially Supervi
 #
 # Written from the claims table below (so the two cannot disagree).
 
+# %% tags=["definitions"]
+from semifl_core.report.claims import claims as claims_table
+
+
+def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:
+    """The few-label study's claims: per N_S in `ns`, the paper's rule and each other rule against Partially
+    Supervised, and each other rule against the paper's (final round, RULE); a rule not run says so. `noniid`
+    (the follow-up's few_label_noniid_table) adds its verdicts under Non-IID K=2."""
+    items = []
+    for n in ns:
+        v = lambda m: seed_values(df, num_supervised=n, method=m)   # noqa: E731
+        psl = v(label_of(PARTIALLY_SUPERVISED))
+        for rule in few_label_rows():
+            name = f"SemiFL with the {rule} rule" if rule in RULES else rule
+            items.append((f"[N_S={n}] {name} beats Partially Supervised", above(v(rule), psl),
+                          f"{mean_std(v(rule))} vs {mean_std(psl)}"))
+            if rule != FIXED:
+                items.append((f"[N_S={n}] {name if rule not in RULES else f'the {rule} rule'} beats SemiFL's "
+                              "fixed tau", above(v(rule), v(FIXED)),
+                              f"{mean_std(v(rule))} vs {mean_std(v(FIXED))}"))
+    noniid = noniid if noniid is not None else pd.DataFrame(columns=["row", "final"])
+    final = dict(zip(noniid["row"], noniid["final"]))
+    for _, r in noniid.iterrows():
+        for col, other in (("beats Partially Supervised", label_of(PARTIALLY_SUPERVISED)),
+                           ("beats the fixed rule", FIXED)):
+            if r[col] != "-":
+                items.append((f"[Non-IID K=2, N_S={max(ns)}] {r['row']} beats "
+                              f"{'the fixed rule' if other == FIXED else other}", r[col],
+                              f"{r['final']} vs {final.get(other, 'not run')}"))
+    return claims_table(items)
+
+
 # %%
-claims = report.few_label_claims(df, [n for _, n in few_ns], noniid_table)
+claims = few_label_claims(df, [n for _, n in few_ns], noniid_table)
 report.takeaway(claims)
 
 # %% [markdown]

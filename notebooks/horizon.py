@@ -61,9 +61,85 @@ print(report.runs_summary(df))
 #
 # Top: the share of the Partially -> Fully Supervised gap that SemiFL closes (%), every seed a point, at the final round and over the last 10 % of rounds, against R (log scale); the dashed line is the paper's 87 %. Bottom left and right: SemiFL's label ratio (the fraction of client images above the threshold) and the accuracy of those pseudo-labels (%), per round, one colour per R (x = round / R); mean over seeds and a band of one standard deviation (none where a length has one seed).
 
+# %% tags=["definitions"]
+import matplotlib.pyplot as plt
+import pandas as pd
+
+from semifl_core.methods import FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL
+from semifl_core.report.configs import label_of
+from semifl_core.report.figures import colors, mean_band, new_figure
+from semifl_core.report.paper import IID  # noqa: F401 (horizon_figure's query reads it as @IID)
+from semifl_core.report.runs import curves
+from semifl_core.report.tables import gap_closed, paper_gap_points
+from semifl_core.results import load_metrics
+
+
+def last_tenth(path, rounds: int) -> float:
+    """Mean test accuracy over the evaluated rounds in the last 10 % of a run (rounds >= 0.9 R)."""
+    m = load_metrics(path).dropna(subset=["test_acc"])
+    return float(m[m["round"] >= 0.9 * rounds].test_acc.mean())
+
+
+GAP_FINAL, GAP_LATE = "gap closed (%), final", "gap closed (%), last 10 %"   # horizon_points' columns
+
+
+def horizon_points(df) -> pd.DataFrame:
+    """One row per (R, seed) with SemiFL, Partially Supervised and Fully Supervised of that seed: final accuracy,
+    the mean over the last 10 % of rounds, and the gap closed by each (df: configs.horizon_runs)."""
+    fsl = df[df.method == label_of(FULLY_SUPERVISED)].set_index("seed").final_acc
+    rows = []
+    for (r, s), g in df[df.R > 0].groupby(["R", "seed"]):
+        by = {m: g[g.method == label_of(m)] for m in (SEMIFL, PARTIALLY_SUPERVISED)}
+        if any(len(v) == 0 for v in by.values()) or s not in fsl.index:
+            continue
+        semi, psl = (by[m].iloc[0] for m in (SEMIFL, PARTIALLY_SUPERVISED))
+        late = {m: last_tenth(by[m].iloc[0].path, r) for m in by}
+        rows.append({"R": r, "seed": s, "SemiFL, final": semi.final_acc, "Partially, final": psl.final_acc,
+                     "SemiFL, last 10 %": late[SEMIFL], "Partially, last 10 %": late[PARTIALLY_SUPERVISED],
+                     "Fully": fsl[s],
+                     GAP_FINAL: gap_closed(semi.final_acc, psl.final_acc, fsl[s]),
+                     GAP_LATE: gap_closed(late[SEMIFL], late[PARTIALLY_SUPERVISED], fsl[s])})
+    return pd.DataFrame(rows, columns=["R", "seed", "SemiFL, final", "Partially, final", "SemiFL, last 10 %",
+                                       "Partially, last 10 %", "Fully", GAP_FINAL, GAP_LATE])
+
+
+def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
+    """Top: the gap SemiFL closes (final round, and the mean over the last 10 % of rounds, %) against R on a log
+    axis, every seed a point, with the paper's IID CIFAR-10 (N_S=250) value as a reference line. Bottom left and
+    right: SemiFL's label ratio and threshold accuracy per round, one colour per R (x = round / R), mean and a
+    band of one std clipped to the measure's range. Legends below the panels. None when there is nothing to
+    draw."""
+    if points.empty:
+        return None
+    fig = new_figure(9.5)
+    axes = fig.subplot_mosaic([["gap", "gap"], ["ratio", "thr"]])
+    gap = axes["gap"]
+    for (measure, shift), marker, color in zip(((GAP_FINAL, 0.96), (GAP_LATE, 1.04)), "os", colors(2)):
+        gap.scatter(points.R * shift, points[measure], marker=marker, alpha=0.8, color=color, label=measure)
+    gap.set_xscale("log")
+    gap.set_xticks(sorted(points.R.unique()), [str(r) for r in sorted(points.R.unique())])
+    gap.xaxis.set_minor_formatter(plt.NullFormatter())
+    ref = paper_gap_points().query("partition == @IID and num_supervised == 250 and dataset == 'CIFAR-10'")
+    gap.axhline(ref.closed.iloc[0], ls="--", c="gray", label="paper: CIFAR-10, N_S=250, IID")
+    gap.axhline(0, c="black", lw=0.8)
+    gap.set(xlabel="rounds R (log scale)", ylabel="gap closed (%)",
+            title="Partially -> Fully Supervised gap closed")
+    gap.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
+    c = curves(df[df.method == label_of(SEMIFL)], keep=("R", "seed"))
+    c["progress"] = c["round"] / c["R"]
+    rs = sorted(c.R.unique())
+    for ax, y, name, bounds in ((axes["ratio"], "label_ratio", "Label Ratio (fraction)", (0, 1)),
+                                (axes["thr"], "threshold_acc", "Threshold Accuracy (%)", (0, 100))):
+        for r, color in zip(rs, colors(len(rs))):
+            mean_band(ax, c[c.R == r].dropna(subset=[y]), "progress", y, color, f"R={r}", bounds, marker=".")
+        ax.set(xlabel="round / R", ylabel=name, title=f"SemiFL's {name.split(' (')[0].lower()}\nper round")
+        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
+    return fig
+
+
 # %%
-points = report.horizon_points(df)
-fig = report.horizon_figure(points, df)
+points = horizon_points(df)
+fig = horizon_figure(points, df)
 report.save_figure(fig, figures_dir, f'horizon_{ds}')
 
 # %% [markdown]
@@ -71,8 +147,34 @@ report.save_figure(fig, figures_dir, f'horizon_{ds}')
 #
 # Final-round test accuracy (%), mean (population std) n=seeds; the gap closed in %, seed by seed.
 
+# %% tags=["definitions"]
+from semifl_core.methods import FIXMATCH
+from semifl_core.report.rule import above
+from semifl_core.report.tables import mean_std, seed_values
+
+
+def horizon_table(df) -> pd.DataFrame:
+    """Per R: SemiFL, Partially Supervised and centralized FixMatch (final round), the gap closed (final and last
+    10 %, %; SemiFL - Partially in points is horizon_points'), and RULE's verdict on 'SemiFL above Partially
+    Supervised' and on 'FixMatch above Partially Supervised'."""
+    pts = horizon_points(df)
+    rows = []
+    for r in sorted(df[df.R > 0].R.unique()):
+        p = pts[pts.R == r]
+        semi, psl, fm = (seed_values(df, R=r, method=label_of(m))
+                         for m in (SEMIFL, PARTIALLY_SUPERVISED, FIXMATCH))
+        rows.append({"R": r, "SemiFL": mean_std(semi), "Partially Supervised": mean_std(psl),
+                     "FixMatch (centralized)": mean_std(fm) if len(fm) else "-",
+                     GAP_FINAL: mean_std(p[GAP_FINAL]), GAP_LATE: mean_std(p[GAP_LATE]),
+                     "SemiFL above Partially": above(semi, psl),
+                     "FixMatch above Partially": above(fm, psl) if len(fm) else "-"})
+    return pd.DataFrame(rows, columns=["R", "SemiFL", "Partially Supervised", "FixMatch (centralized)",
+                                       GAP_FINAL, GAP_LATE, "SemiFL above Partially",
+                                       "FixMatch above Partially"]).set_index("R")
+
+
 # %% tags=["nbval-check-output"]
-report.horizon_table(df)
+horizon_table(df)
 
 # %% [markdown]
 # ## Per seed
@@ -113,8 +215,30 @@ winner_cfgs = report.configs.long_winner_configs(long_profile, ds, n)
 winners_df = report.run_all(winner_cfgs, seed_list, results_dir, device)
 print(report.runs_summary(winners_df))
 
+# %% tags=["definitions"]
+from semifl_core.report import paper
+
+
+def long_winners_table(winners: pd.DataFrame, configs: dict, long_df: pd.DataFrame) -> pd.DataFrame:
+    """The label-skew study's rows of Table 1 at `long`: each few-label winner (configs:
+    configs.long_winner_configs, winners: run_all over them) per partition, its final accuracy beside SemiFL
+    (fixed rule) at the same partition and Partially Supervised (long_df: run_pairs over table1_configs at the
+    same profile), with the rule's verdicts."""
+    psl = seed_values(long_df, label=label_of(PARTIALLY_SUPERVISED))
+    rows = []
+    for key in configs:
+        what, part = key.split(" | ")
+        a = seed_values(winners, label=key)
+        semifl = seed_values(long_df, label=f"{label_of(SEMIFL)} | {part}")
+        rows.append({"row": what, "partition": paper.PARTITION_NAMES.get(part, part), "final": mean_std(a),
+                     "SemiFL (fixed rule), same partition": mean_std(semifl),
+                     "Partially Supervised": mean_std(psl),
+                     "beats Partially Supervised": above(a, psl), "beats SemiFL (fixed rule)": above(a, semifl)})
+    return pd.DataFrame(rows)
+
+
 # %% tags=["nbval-check-output"]
-winners_table = report.long_winners_table(winners_df, winner_cfgs, long_df)
+winners_table = long_winners_table(winners_df, winner_cfgs, long_df)
 winners_table
 
 # %% [markdown]
@@ -132,9 +256,49 @@ report.confirmation.frame([f"SemiFL above Partially Supervised, R={r}, {p}" for 
 #
 # Written from the claims table below (so the two cannot disagree).
 
+# %% tags=["definitions"]
+from semifl_core.report.claims import claims as claims_table
+from semifl_core.report.configs import FIXMATCH_HORIZONS
+from semifl_core.report.paper import PARTITIONS
+from semifl_core.report.rule import at_least
+from semifl_core.report.tables import accuracy
+
+
+def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winners=None) -> pd.DataFrame:
+    """The training-length study's claims (df: configs.horizon_runs), per R in `horizons`: SemiFL above Partially
+    Supervised, the centralized ceiling above it, SemiFL closing at least half the gap (the paper: 87 % under
+    IID). With long_df (Table 1's runs at the `long_name` profile, for (dataset, N_S) `pair`), the same first
+    claim per partition at that profile, final round as above; with `winners` (long_winners_table), each
+    few-label winner's verdict against Partially Supervised, read from that table so that the two cannot
+    disagree."""
+    pts, items = horizon_points(df), []
+    for r in horizons:
+        semi, psl, fm = (seed_values(df, R=r, method=label_of(m))
+                         for m in (SEMIFL, PARTIALLY_SUPERVISED, FIXMATCH))
+        closed = pts[pts.R == r][GAP_FINAL].to_numpy(float)
+        items.append((f"[R={r}] SemiFL beats Partially Supervised", above(semi, psl),
+                      f"{mean_std(semi)} vs {mean_std(psl)}"))
+        items.append((f"[R={r}] SemiFL closes at least half of the Partially -> Fully gap (paper, IID: 87 %)",
+                      at_least(closed, 50.0), f"gap closed {mean_std(closed, '%')}"))
+        if r in FIXMATCH_HORIZONS:
+            items.append((f"[R={r}] centralized FixMatch (same data and steps) beats Partially Supervised",
+                          above(fm, psl), f"{mean_std(fm)} vs {mean_std(psl)}"))
+    if long_df is not None:
+        ds, n = pair
+        psl = accuracy(long_df, ds, n, label_of(PARTIALLY_SUPERVISED), metric="final_acc")
+        for part in PARTITIONS:
+            claim = f"[{long_name}, {paper.PARTITION_NAMES[part]}] SemiFL beats Partially Supervised"
+            semi = accuracy(long_df, ds, n, label_of(SEMIFL), part, metric="final_acc")
+            items.append((claim, above(semi[2], psl[2]), f"{semi[1]} vs {psl[1]}"))
+    for w in [] if winners is None else winners.to_dict("records"):
+        items.append((f"[{long_name}, {w['partition']}] {w['row']} beats Partially Supervised",
+                      w["beats Partially Supervised"], f"{w['final']} vs {w['Partially Supervised']}"))
+    return claims_table(items)
+
+
 # %%
-claims = report.horizon_claims(df, report.configs.horizons_of(profile, ds), long_df, (ds, n),
-                               long_profile, winners_table)
+claims = horizon_claims(df, report.configs.horizons_of(profile, ds), long_df, (ds, n),
+                        long_profile, winners_table)
 report.takeaway(claims)
 
 # %% [markdown]

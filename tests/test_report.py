@@ -139,40 +139,42 @@ def test_split_table_names_columns_by_split_and_needs_two_splits_for_a_range():
 def test_feddure_length_table_and_claims_read_each_length_from_its_own_runs():
     cfgs = report.feddure_length_configs("small", "fashionmnist")
     assert {c.rounds for c in cfgs.values()} == {200}
+    nb = load("feddure_table1")
 
     def frame(rounds, fd, star):
         return pd.DataFrame([{"row": row, "setting": "(DIR, DIR)", "seed": s, "rounds": rounds, "final_acc": v}
                              for row, vals in (("FedDure (paper)", fd), ("FedAvg* (labeled only)", star))
                              for s, v in enumerate(vals)])
     short, long = frame(50, [29, 30, 28], [50, 52, 48]), frame(200, [70, 71, 72], [60, 61, 62])
-    t = report.feddure_length_table(short, long, cfgs).set_index("method")
+    t = nb["feddure_length_table"](short, long, cfgs).set_index("method")
     assert t.loc["FedDure (paper)", "50 rounds"].startswith("29.0") and t.loc["FedDure (paper)", "200 rounds"] \
         .startswith("71.0") and t.loc["FedAvg* (labeled only)", "200 rounds"].startswith("61.0")
     assert t.loc["FedDure (paper)", "F-reg steps per client, 200 rounds"] == "50"
     assert t.loc["FedAvg* (labeled only)", "F-reg steps per client, 200 rounds"] == "-"
-    claims = report.feddure_claims(short, long=long).set_index("claim")
+    claims = nb["feddure_claims"](short, long=long).set_index("claim")
     assert claims.loc["FedDure beats FedAvg* under (DIR, DIR) at 200 rounds (4x the profile's)", "verdict"] == "held"
     assert claims.loc["(ours) FedAvg* (labeled only) under (DIR, DIR): 200 rounds above 50 rounds", "verdict"] == "held"
-    none = report.feddure_claims(short, long=long.iloc[:0]).set_index("claim")
+    none = nb["feddure_claims"](short, long=long.iloc[:0]).set_index("claim")
     assert (none.loc[none.index.str.contains("200 rounds"), "verdict"] == "not run").all()
 
 
 def test_feddure_released_table_takes_each_seeds_last_round_and_leaves_out_rows_with_no_run():
+    nb = load("feddure_table1")
     released = pd.DataFrame({"seed": [0, 0, 1, 1], "rounds": 200, "round": [200, 100, 100, 200],
                              "test_acc": [40.0, 99.0, 99.0, 50.0]})    # rows out of order: the last round counts
     long = pd.DataFrame([{"row": row, "setting": "(DIR, DIR)", "seed": s, "final_acc": v}
                          for row, vals in (("FedDure (paper)", [30, 32, 31]), ("FedAvg* (labeled only)", [60, 62]))
                          for s, v in enumerate(vals)])
-    t = report.tables.feddure_released_table(long, released).set_index("row")
+    t = nb["feddure_released_table"](long, released).set_index("row")
     assert list(t.columns) == ["seed 0", "seed 1", "mean"]               # the released code's seeds only
     assert t.iloc[0]["seed 0"] == "40.0" and t.iloc[0]["mean"].startswith("45.0")
     assert t.loc["FedDure (paper), ours", "mean"].startswith("31.0")       # seeds 0-1 of ours, not seed 2
     assert not any("code" in r and r.endswith("ours") for r in t.index)   # no run of that row: no row
 
     short = long.assign(final_acc=long.final_acc - 20)
-    by_length = report.tables.feddure_released_tables(released, {50: short, 200: long})
+    by_length = nb["feddure_released_tables"](released, {50: short, 200: long})
     assert list(by_length) == [200]                                      # it ran at 200 rounds only: no 50-round table
-    assert by_length[200].equals(report.tables.feddure_released_table(long, released))
+    assert by_length[200].equals(nb["feddure_released_table"](long, released))
 
 
 def test_notebook_default_folders_are_the_repositorys_from_any_working_directory(tmp_path, monkeypatch):
@@ -250,7 +252,8 @@ def test_the_long_profile_claims_judge_each_partition_by_its_final_round():
     add(SEMIFL, "non-iid-l-2", [60, 61, 62], 95)    # below
     add(SEMIFL, "dir-0.3", [71, 72, 73], 95)        # 1 point above, inside the two spreads
     no_horizons = pd.DataFrame(columns=["R", "seed", "method", "final_acc", "path"])
-    c = report.horizon_claims(no_horizons, (), pd.DataFrame(rows), ("fashionmnist", 100)).set_index("claim").verdict
+    horizon_claims = load("horizon")["horizon_claims"]
+    c = horizon_claims(no_horizons, (), pd.DataFrame(rows), ("fashionmnist", 100)).set_index("claim").verdict
     assert c.to_dict() == {"[long, IID] SemiFL beats Partially Supervised": "held",
                            "[long, Non-IID, K=2] SemiFL beats Partially Supervised": "not held",
                            "[long, Non-IID, Dir(0.3)] SemiFL beats Partially Supervised": "within noise",

@@ -28,6 +28,7 @@ def test_cbafed_best_round_is_taken_after_the_warm_up(tmp_path):
     """In the warm-up only the labeled client trains, the same for every row: a row whose accuracy peaks there must
     not report the warm-up's peak as its best (CBAFed and FedAvg + FixMatch both showed the warm-up's
     78.2)."""
+    nb = load("cbafed_table1")
     cfgs = report.cbafed_configs("small", "fashionmnist", rounds=4)          # 2 warm-up + 2 federated rounds
     assert cfgs[label_of(CBAFED)].cbafed_warmup == 2
     rows = []
@@ -36,10 +37,10 @@ def test_cbafed_best_round_is_taken_after_the_warm_up(tmp_path):
             accs = [90.0 + s, 91.0 + s, 50.0 + s, 60.0 + s]     # the best of all rounds is in the warm-up
             rows.append(dict(label=label_of(m), seed=s, final_acc=accs[-1], best_acc=max(accs),
                              path=_run(tmp_path, f"{m}-{s}", accs)))
-    t = report.cbafed_table(pd.DataFrame(rows), cfgs).set_index("method")
-    assert (t[report.tables.CBAFED_BEST] == "60.5 (0.5) n=2").all()
+    t = nb["cbafed_table"](pd.DataFrame(rows), cfgs).set_index("method")
+    assert (t[nb["CBAFED_BEST"]] == "60.5 (0.5) n=2").all()
     assert not t.index.str.contains("not run").any()          # the paper-only rows are a table of their own
-    assert len(report.cbafed_paper_only()) == 3 and "not run here" in report.cbafed_paper_only().columns[-1]
+    assert len(nb["cbafed_paper_only"]()) == 3 and "not run here" in nb["cbafed_paper_only"]().columns[-1]
 
 
 def test_cbafed_tables_say_how_the_labeled_client_was_drawn(tmp_path):
@@ -47,18 +48,19 @@ def test_cbafed_tables_say_how_the_labeled_client_was_drawn(tmp_path):
     theirs a Dirichlet share), and cbafed_labeled_clients counts what the split gives client 0: the balanced client
     client_labels of every class; the Dirichlet client one share of the whole training set (with the nine unlabeled
     shares it is every image once), skewed, and drawn again for every seed."""
-    from semifl_core.data import load
+    from semifl_core.data import load as load_data
     from semifl_core.partition import make_split
+    nb = load("cbafed_table1")
     bal, own = report.cbafed_configs("smoke", "synthetic"), report.cbafed_own_setting_configs("smoke", "synthetic")
     empty = pd.DataFrame(columns=["label", "seed", "final_acc", "path"])
-    assert "a balanced labeled client" in report.tables.cbafed_setting(empty, bal)
-    assert "Dirichlet(0.8)" in report.tables.cbafed_setting(empty, own)
-    assert report.tables.CBAFED_PAPER in report.cbafed_table(empty, bal)   # the paper's column, beside ours
+    assert "a balanced labeled client" in nb["cbafed_setting"](empty, bal)
+    assert "Dirichlet(0.8)" in nb["cbafed_setting"](empty, own)
+    assert nb["CBAFED_PAPER"] in nb["cbafed_table"](empty, bal)   # the paper's column, beside ours
     cfg = next(iter(bal.values()))
-    b, o = report.cbafed_labeled_clients(bal, [0, 1]), report.cbafed_labeled_clients(own, [0, 1])
+    b, o = nb["cbafed_labeled_clients"](bal, [0, 1]), nb["cbafed_labeled_clients"](own, [0, 1])
     classes = b.columns[3:]
     assert len(classes) == 10 and (b[classes] == cfg.client_labels).all().all() and (b["largest class (%)"] == 10).all()
-    labels = load("synthetic").y_train.numpy()
+    labels = load_data("synthetic").y_train.numpy()
     for s in (0, 1):
         split = make_split(next(iter(own.values())).replace(seed=s), labels)
         assert o.loc[s, "labeled images"] + sum(len(c) for c in split.clients) == len(labels)
@@ -69,6 +71,7 @@ def test_cbafed_tables_say_how_the_labeled_client_was_drawn(tmp_path):
 def test_cbafed_probe_table_averages_the_right_models_over_seeds(tmp_path):
     """scripts/cbafed_probe.py's CSVs: the labeled client, the unlabeled clients (their mean within a seed, then over
     seeds) and the average are told apart by name; the upper bound trains on true labels (no pseudo-label columns)."""
+    nb = load("cbafed_table1")
     for seed, shift in ((0, 0.0), (1, 2.0)):
         rows = [("labeled client", 80 + shift, 82 + shift), ("client 1", 60 + shift, 61), ("client 2", 70 + shift, 71),
                 ("average (the global model)", 78 + shift, 79 + shift)]
@@ -76,26 +79,27 @@ def test_cbafed_probe_table_averages_the_right_models_over_seeds(tmp_path):
             pd.DataFrame([dict(round=21, model=m, weight=0.1, acc=a, acc_clean_bn=b, label_ratio=ratio,
                                pseudo_acc=right) for m, a, b in rows]).to_csv(
                 tmp_path / f"cbafed_probe_{key}_seed{seed}.csv", index=False)
-    probes = report.cbafed_probes(tmp_path)
-    up, fm = (report.cbafed_probe_table(probes, key).set_index("round").loc[21] for key in ("upper", "fixmatch"))
+    probes = nb["cbafed_probes"](tmp_path)
+    up, fm = (nb["cbafed_probe_table"](probes, key).set_index("round").loc[21] for key in ("upper", "fixmatch"))
     assert up["labeled client's model"] == "81.0 (1.0) n=2" and up["... clean BN"] == "83.0 (1.0) n=2"
     assert up["unlabeled clients' models"] == "66.0 (1.0) n=2"      # (60 + 70) / 2, then over seeds
     assert up["average (global model)"] == "79.0 (1.0) n=2" and up["average, clean BN"] == "80.0 (1.0) n=2"
     assert "images passing tau_h (%)" not in up                       # true labels: nothing to pass
     assert fm["images passing tau_h (%)"] == "50.0 (0.0) n=2" and fm["their labels right (%)"] == "41.0 (1.0) n=2"
-    assert report.cbafed_probe_table(report.cbafed_probes(tmp_path / "none"), "upper").empty
+    assert nb["cbafed_probe_table"](nb["cbafed_probes"](tmp_path / "none"), "upper").empty
 
 
 def test_long_winners_table_compares_each_winner_with_its_own_partition():
     """The label-skew study's rows of Table 1 at `long`: every configured winner is a row (not run where no run is in), judged
     against Partially Supervised and against SemiFL at its own partition."""
     from semifl_core.report import configs as C
+    nb = load("horizon")
     cfgs = C.long_winner_configs("long", "fashionmnist", 100)
     runs = lambda label, accs: [dict(label=label, seed=s, final_acc=a) for s, a in enumerate(accs)]  # noqa: E731
     winners = pd.DataFrame(runs("SemiFL, client-adaptive | iid", [80.0, 81.0, 80.5]))
     long_df = pd.DataFrame(runs(label_of(PARTIALLY_SUPERVISED), [70.0, 71.0, 70.5])
                            + runs("SemiFL | iid", [80.0, 81.0, 80.0]) + runs("SemiFL | non-iid-l-2", [60.0, 61.0, 60.0]))
-    t = report.long_winners_table(winners, cfgs, long_df).set_index(["row", "partition"])
+    t = nb["long_winners_table"](winners, cfgs, long_df).set_index(["row", "partition"])
     assert len(t) == len(cfgs)
     ca = t.loc[("SemiFL, client-adaptive", "IID")]
     assert ca["final"] == "80.5 (0.4) n=3" and ca["beats Partially Supervised"] == "held"
@@ -105,7 +109,7 @@ def test_long_winners_table_compares_each_winner_with_its_own_partition():
     assert k2["final"] == "not run" and k2["beats Partially Supervised"] == "not run"
     assert k2["SemiFL (fixed rule), same partition"] == "60.3 (0.5) n=3"      # its own partition's SemiFL
     no_horizons = pd.DataFrame(columns=["R", "seed", "method", "final_acc", "path"])
-    c = report.horizon_claims(no_horizons, (), winners=report.long_winners_table(winners, cfgs, long_df))
+    c = nb["horizon_claims"](no_horizons, (), winners=nb["long_winners_table"](winners, cfgs, long_df))
     c = c.set_index("claim").verdict                                          # the claims read the table's verdicts
     assert c["[long, IID] SemiFL, client-adaptive beats Partially Supervised"] == "held"
     assert c["[long, Non-IID, K=2] (FL)² beats Partially Supervised"] == "not run" and len(c) == len(cfgs)
@@ -150,7 +154,8 @@ def test_gap_closed_is_a_percentage_everywhere():
     pts = report.tables.paper_gap_points()
     iid = pts.query("dataset == 'CIFAR-10' and num_supervised == 250 and partition == 'iid'").closed.iloc[0]
     assert 80 < iid < 100                                   # the paper's 87 %, not 0.87
-    assert report.tables.GAP_FINAL.startswith("gap closed (%)") and report.tables.GAP_LATE.startswith("gap closed (%)")
+    horizon = load("horizon")                               # the training-length study's columns
+    assert horizon["GAP_FINAL"].startswith("gap closed (%)") and horizon["GAP_LATE"].startswith("gap closed (%)")
     rows = [dict(label=f"N_S=100 | {label_of(m)}", seed=s, final_acc=a) for s in range(3)
             for m, a in ((SEMIFL, 85.0), (PARTIALLY_SUPERVISED, 70.0), (FULLY_SUPERVISED, 90.0))]
     t = report.tables.scale_table(pd.DataFrame(rows))

@@ -5,12 +5,8 @@ reads them all, confirmation (the fresh-seed confirmation of the claims the seed
 `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (
-    cbafed_claims,
     diagnosis_findings,
-    feddure_claims,
-    few_label_claims,
     figure6_claims,
-    horizon_claims,
     learning_curve_claims,
     scale_claims,
     Takeaway,
@@ -43,10 +39,6 @@ from .configs import (
 )
 from .figures import (
     augmentation_grid,
-    cbafed_figure,
-    FEW_LABEL_BOUNDS,
-    few_label_curves,
-    horizon_figure,
     lineplot_grid,
     PSEUDO_BOUNDS,
     pseudo_label_curves,
@@ -98,26 +90,11 @@ from .runs import (
     train_minutes,
 )
 from .tables import (
-    authors_details_table,
-    best_after,
-    cbafed_code_table,
-    cbafed_labeled_clients,
-    cbafed_paper_only,
-    cbafed_probe_table,
-    cbafed_probes,
-    cbafed_table,
     class_table,
     cost_table,
-    feddure_length_table,
-    feddure_table,
-    few_label_noniid_table,
-    few_label_table,
     fsl_plateau,
     gap_table,
-    horizon_points,
-    horizon_table,
     left_out,
-    long_winners_table,
     mean_std,
     ns_rule,
     rounds_rule,

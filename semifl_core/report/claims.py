@@ -5,15 +5,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..methods import FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FIXMATCH, PARTIALLY_SUPERVISED, SEMIFL
+from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from . import paper
-from .configs import (FEDDURE_CODE, FEDDURE_PAPER, FIXMATCH_HORIZONS, INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS,
-                      label_of)
+from .configs import INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of
 from .paper import ABLATION_PARTITIONS, PARTITIONS
 from .rule import Verdict, above, at_least, every
-from .tables import (STAGE_STEPS, accuracy, feddure_values, mean_std, seed_values, seeded, split_table,
-                     stage_change, stage_halves, stage_table, suspects_table)
-
+from .tables import (STAGE_STEPS, accuracy, mean_std, seeded, split_table, stage_change, stage_halves, stage_table,
+                     suspects_table)
 
 INTERVAL = "A - B [95 % interval], n, test"   # rule.Verdict.interval()
 FINAL = "final_acc"                          # every claim is judged at the final round (the best one is picked on test)
@@ -185,130 +183,3 @@ def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
     return pd.DataFrame(items, columns=["finding", "verdict", "evidence"])
 
 
-def feddure_claims(df, metric="final_acc", long=None) -> pd.DataFrame:
-    """What FedDure's Table 1 states, judged by RULE on our runs (cells with one seed give no verdict); `long`
-    (configs.feddure_length_runs) adds the claims at FedDure's own length."""
-    fd, code = FEDDURE_PAPER, FEDDURE_CODE
-    star, fix, sl = (label_of(m) for m in (FEDAVG_LABELED, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_SL))
-    v = lambda row, name: feddure_values(df, row, name, metric)
-    names = [paper.FEDDURE_SETTING_NAMES[s] for s in paper.FEDDURE_SETTINGS]
-    ev = lambda row: "; ".join(f"{n}: {mean_std(v(row, n))}" for n in names)
-    dd = names[-1]
-    return claims([
-        ("FedDure beats FedAvg* (labeled only) in every setting", every(above(v(fd, n), v(star, n)) for n in names),
-         f"FedDure {ev(fd)} | FedAvg* {ev(star)}"),
-        ("FedDure beats FedAvg* under (DIR, DIR) (the most skewed setting)", above(v(fd, dd), v(star, dd)),
-         f"FedDure {mean_std(v(fd, dd))} vs FedAvg* {mean_std(v(star, dd))}"),
-        ("FedDure beats FedAvg + FixMatch in every setting", every(above(v(fd, n), v(fix, n)) for n in names),
-         f"FedDure {ev(fd)} | FedAvg+FixMatch {ev(fix)}"),
-        ("FedAvg-SL (all labels) stays above FedDure in every setting", every(above(v(sl, n), v(fd, n)) for n in names),
-         f"FedAvg-SL {ev(sl)} | FedDure {ev(fd)}"),
-        ("FedDure degrades with imbalance: (IID, IID) above (DIR, DIR)", above(v(fd, names[0]), v(fd, dd)),
-         f"FedDure {ev(fd)}"),
-        ("(ours, no paper claim) FedDure as its paper says vs as its code runs",
-         every(above(v(fd, n), v(code, n)) for n in names), f"paper {ev(fd)} | code {ev(code)}"),
-        *([] if long is None else _feddure_length_items(df, long, dd, metric)),
-    ])
-
-
-def _feddure_length_items(df, long, setting, metric) -> list[tuple]:
-    """FedDure vs FedAvg* under `setting` at FedDure's own length, and what the longer run changed for each."""
-    star = label_of(FEDAVG_LABELED)
-    short = lambda row: feddure_values(df, row, setting, metric)            # noqa: E731
-    lng = lambda row: feddure_values(long, row, setting, metric)            # noqa: E731
-    from .configs import FEDDURE_LONG_FACTOR
-    n = int(df.rounds.iloc[0]) if len(df) else None
-    short_r, rounds = ((f"{n} rounds", f"{FEDDURE_LONG_FACTOR * n} rounds") if n else
-                       ("the profile's rounds", f"{FEDDURE_LONG_FACTOR}x the rounds"))
-    return [(f"FedDure beats FedAvg* under {setting} at {rounds} ({FEDDURE_LONG_FACTOR}x the profile's)",
-             above(lng(FEDDURE_PAPER), lng(star)), f"FedDure {mean_std(lng(FEDDURE_PAPER))} vs FedAvg* "
-             f"{mean_std(lng(star))}"),
-            *((f"(ours) {row} under {setting}: {rounds} above {short_r}", above(lng(row), short(row)),
-               f"{mean_std(lng(row))} vs {mean_std(short(row))}") for row in (FEDDURE_PAPER, star))]
-
-
-def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:
-    """The few-label study's claims: per N_S in `ns`, the paper's rule and each other rule against Partially
-    Supervised, and each other rule against the paper's (final round, RULE); a rule not run says so. `noniid` (the
-    follow-up's tables.few_label_noniid_table) adds its verdicts under Non-IID K=2."""
-    from ..methods.pseudo_labels import FIXED, RULES
-    from .configs import few_label_rows
-    items = []
-    for n in ns:
-        v = lambda m: seed_values(df, num_supervised=n, method=m)   # noqa: E731
-        psl = v(label_of(PARTIALLY_SUPERVISED))
-        for rule in few_label_rows():
-            name = f"SemiFL with the {rule} rule" if rule in RULES else rule
-            items.append((f"[N_S={n}] {name} beats Partially Supervised", above(v(rule), psl),
-                          f"{mean_std(v(rule))} vs {mean_std(psl)}"))
-            if rule != FIXED:
-                items.append((f"[N_S={n}] {name if rule not in RULES else f'the {rule} rule'} beats SemiFL's fixed "
-                              "tau", above(v(rule), v(FIXED)), f"{mean_std(v(rule))} vs {mean_std(v(FIXED))}"))
-    noniid = noniid if noniid is not None else pd.DataFrame(columns=["row", "final"])
-    final = dict(zip(noniid["row"], noniid["final"]))
-    for _, r in noniid.iterrows():
-        for col, other in (("beats Partially Supervised", label_of(PARTIALLY_SUPERVISED)), ("beats the fixed rule", FIXED)):
-            if r[col] != "-":
-                items.append((f"[Non-IID K=2, N_S={max(ns)}] {r['row']} beats "
-                              f"{'the fixed rule' if other == FIXED else other}", r[col],
-                              f"{r['final']} vs {final.get(other, 'not run')}"))
-    return claims(items)
-
-
-def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winners=None) -> pd.DataFrame:
-    """The training-length study's claims (df: configs.horizon_runs), per R in `horizons`: SemiFL above Partially
-    Supervised, the centralized ceiling above it, SemiFL closing at least half the gap (the paper: 87 % under IID).
-    With long_df (Table 1's runs at the `long_name` profile, for (dataset, N_S) `pair`), the same first claim per
-    partition at that profile, final round as above; with `winners` (tables.long_winners_table), each few-label
-    winner's verdict against Partially Supervised, read from that table so that the two cannot disagree."""
-    from .tables import GAP_FINAL, horizon_points
-    pts, items = horizon_points(df), []
-    for r in horizons:
-        semi, psl, fm = (seed_values(df, R=r, method=label_of(m)) for m in (SEMIFL, PARTIALLY_SUPERVISED, FIXMATCH))
-        closed = pts[pts.R == r][GAP_FINAL].to_numpy(float)
-        items.append((f"[R={r}] SemiFL beats Partially Supervised", above(semi, psl),
-                      f"{mean_std(semi)} vs {mean_std(psl)}"))
-        items.append((f"[R={r}] SemiFL closes at least half of the Partially -> Fully gap (paper, IID: 87 %)",
-                      at_least(closed, 50.0), f"gap closed {mean_std(closed, '%')}"))
-        if r in FIXMATCH_HORIZONS:
-            items.append((f"[R={r}] centralized FixMatch (same data and steps) beats Partially Supervised",
-                          above(fm, psl), f"{mean_std(fm)} vs {mean_std(psl)}"))
-    if long_df is not None:
-        ds, n = pair
-        psl = accuracy(long_df, ds, n, label_of(PARTIALLY_SUPERVISED), metric="final_acc")
-        for part in PARTITIONS:
-            claim = f"[{long_name}, {paper.PARTITION_NAMES[part]}] SemiFL beats Partially Supervised"
-            semi = accuracy(long_df, ds, n, label_of(SEMIFL), part, metric="final_acc")
-            items.append((claim, above(semi[2], psl[2]), f"{semi[1]} vs {psl[1]}"))
-    for w in [] if winners is None else winners.to_dict("records"):
-        items.append((f"[{long_name}, {w['partition']}] {w['row']} beats Partially Supervised",
-                      w["beats Partially Supervised"], f"{w['final']} vs {w['Partially Supervised']}"))
-    return claims(items)
-
-
-def cbafed_claims(df, df_own=None, df_code=None) -> pd.DataFrame:
-    """CBAFed's Table 1 claims on our runs (final round, RULE): on our balanced labeled client (df), and, with df_own
-    (runs of configs.cbafed_own_setting_configs), the same three claims in their code's setting, a Dirichlet-drawn
-    labeled client; with df_code (configs.cbafed_code_configs), CBAFed above its lower bound as the released code runs
-    both."""
-    from ..methods import CBAFED, CBAFED_LOWER, CBAFED_METHODS
-    rows = []
-    if df_code is not None:
-        cb, lower = (seed_values(df_code, label=f"{label_of(m)}, released code") for m in (CBAFED, CBAFED_LOWER))
-        rows.append(("As their released code runs both (its residual timing and input pipeline, their setting): CBAFed "
-                     "beats its lower bound (theirs: 85.49 vs 78.26 with residual, as the released code runs it)",
-                     above(cb, lower),
-                     f"{mean_std(cb)} vs {mean_std(lower)}"))
-    for frame, where in ((df, ""), (df_own, "Labeled client drawn as their code draws it: ")):
-        if frame is None:
-            continue
-        cb, lower, upper, fixmatch = (seed_values(frame, label=label_of(m)) for m in CBAFED_METHODS)
-        rows += [
-            (f"{where}CBAFed beats its lower bound, the labeled client alone (theirs: 85.49 vs 78.26 with residual)",
-             above(cb, lower), f"{mean_std(cb)} vs {mean_std(lower)}"),
-            (f"{where}CBAFed beats FedAvg + FixMatch on the same placement and schedule (ours; their table has no "
-             f"such row)", above(cb, fixmatch), f"{mean_std(cb)} vs {mean_std(fixmatch)}"),
-            (f"{where}The upper bound, every client labeled, stays above CBAFed (theirs: 90.14 vs 85.49)",
-             above(upper, cb), f"{mean_std(upper)} vs {mean_std(cb)}"),
-        ]
-    return claims(rows)

@@ -1,7 +1,7 @@
 """Figures: their one style and width (THEME, MAX_WIDTH: new_figure starts every figure), saving them (a PNG that
 records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, the
 curves the figures draw (pseudo-label quality, stages of a round, baselines copied into every panel), the scale
-study's, the training-length study's and CBAFed's figures and the augmentation grid."""
+study's figure and the augmentation grid."""
 from __future__ import annotations
 
 import textwrap
@@ -14,7 +14,7 @@ from . import paper
 from .configs import BASELINES, TABLE2_VARIANTS
 from .paper import IID, NON_IID_K2
 from .runs import _kernel, curves, display_name, repo_path
-from .tables import GAP_FINAL, GAP_LATE, ROUND_STAGES, instrumented_curves, paper_gap_points
+from .tables import ROUND_STAGES, instrumented_curves, paper_gap_points
 
 
 DPI = 150          # the PNG's resolution
@@ -294,97 +294,3 @@ def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
         v = augment.strong(many, data.flip, g, variant).flatten(1)
         blank[variant] = 100 * (v.amax(1) == v.amin(1)).float().mean().item()
     return fig, blank
-
-
-FEW_LABEL_METRICS = {"test_acc": "test accuracy (%)", "largest_share": "largest class's share of the fix set",
-                     "label_ratio": "Label Ratio (fraction)", "threshold_acc": "Threshold Accuracy (%)"}
-FEW_LABEL_BOUNDS = {"test accuracy (%)": (0, 100), "largest class's share of the fix set": (0, 1),
-                    "Label Ratio (fraction)": (0, 1), "Threshold Accuracy (%)": (0, 100)}
-
-
-def few_label_curves(df) -> pd.DataFrame:
-    """Long per-round measures of the few-label study: the outcome, test accuracy, of every rule's SemiFL runs (the
-    fixed rule from its instrumented runs) and of the baselines, then the rules' pseudo-label measures: the largest
-    class's share of the fix set, the label ratio (fix-set size / client images) and the fix set's pseudo-label
-    accuracy; columns round, rule, seed, N_S ('N_S=<n>'), metric (FEW_LABEL_METRICS' names, in its order), value."""
-    from ..methods.pseudo_labels import FIXED
-    from .configs import FIXED_INSTRUMENTED
-    c = curves(df[df.method != FIXED])
-    if c.empty:   # nothing trained yet (an empty store)
-        return pd.DataFrame(columns=["round", "rule", "seed", "N_S", "metric", "value"])
-    shares = [k for k in c.columns if k.startswith("fix_share_c")]
-    c["largest_share"] = c[shares].max(axis=1).where(c[shares].sum(axis=1) > 0) if shares else np.nan   # empty: NaN
-    c = c.reindex(columns=list(c.columns) + [k for k in FEW_LABEL_METRICS if k not in c])
-    c["rule"] = c.method.replace({FIXED_INSTRUMENTED: FIXED})
-    long = c.melt(id_vars=["round", "rule", "seed", "num_supervised"], value_vars=list(FEW_LABEL_METRICS),
-                  var_name="metric", value_name="value")
-    long["metric"] = long.metric.map(FEW_LABEL_METRICS)
-    long["N_S"] = "N_S=" + long.num_supervised.astype(int).astype(str)
-    return long.drop(columns="num_supervised").dropna(subset=["value"])
-
-
-def horizon_figure(points: pd.DataFrame, df: pd.DataFrame):
-    """Top: the gap SemiFL closes (final round, and the mean over the last 10 % of rounds, %) against R on a log
-    axis, every seed a point, with the paper's IID CIFAR-10 (N_S=250) value as a reference line. Bottom left and
-    right: SemiFL's label ratio and threshold accuracy per round, one colour per R (x = round / R), mean and a band of
-    one std clipped to the measure's range. Legends below the panels. None when there is nothing to draw."""
-    import matplotlib.pyplot as plt
-
-    from ..methods import SEMIFL
-    from .configs import label_of
-    if points.empty:
-        return None
-    fig = new_figure(9.5)
-    axes = fig.subplot_mosaic([["gap", "gap"], ["ratio", "thr"]])
-    gap = axes["gap"]
-    for (measure, shift), marker, color in zip(((GAP_FINAL, 0.96), (GAP_LATE, 1.04)), "os", colors(2)):
-        gap.scatter(points.R * shift, points[measure], marker=marker, alpha=0.8, color=color, label=measure)
-    gap.set_xscale("log")
-    gap.set_xticks(sorted(points.R.unique()), [str(r) for r in sorted(points.R.unique())])
-    gap.xaxis.set_minor_formatter(plt.NullFormatter())
-    ref = paper_gap_points().query("partition == @IID and num_supervised == 250 and dataset == 'CIFAR-10'")
-    gap.axhline(ref.closed.iloc[0], ls="--", c="gray", label="paper: CIFAR-10, N_S=250, IID")
-    gap.axhline(0, c="black", lw=0.8)
-    gap.set(xlabel="rounds R (log scale)", ylabel="gap closed (%)", title="Partially -> Fully Supervised gap closed")
-    gap.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
-    c = curves(df[df.method == label_of(SEMIFL)], keep=("R", "seed"))
-    c["progress"] = c["round"] / c["R"]
-    rs = sorted(c.R.unique())
-    for ax, y, name, bounds in ((axes["ratio"], "label_ratio", "Label Ratio (fraction)", (0, 1)),
-                                (axes["thr"], "threshold_acc", "Threshold Accuracy (%)", (0, 100))):
-        for r, color in zip(rs, colors(len(rs))):
-            mean_band(ax, c[c.R == r].dropna(subset=[y]), "progress", y, color, f"R={r}", bounds, marker=".")
-        ax.set(xlabel="round / R", ylabel=name, title=f"SemiFL's {name.split(' (')[0].lower()}\nper round")
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
-    return fig
-
-
-def cbafed_figure(df, warmup: int, title: str):
-    """CBAFed's Table 1 runs (df: run_all over configs.cbafed_configs). Top: test accuracy per round per row, mean
-    and a band of one std over seeds, with the end of the warm-up (the labeled client alone trains until then) as a
-    dotted line. Bottom, CBAFed only: the share of the unlabeled clients' images that enter training and the accuracy
-    of their pseudo-labels, per federated round. Legends below the panels. None when there is nothing to draw."""
-    from matplotlib.ticker import MaxNLocator
-
-    from ..methods import CBAFED
-    from .configs import label_of
-    long = curves(df, keep=("label", "seed"))
-    if long.empty:
-        return None
-    fig = new_figure(10.0)
-    axes = fig.subplots(2, 1, gridspec_kw=dict(height_ratios=[1.2, 1]))
-    rows = list(dict.fromkeys(long.label))
-    for row, color in zip(rows, colors(len(rows))):
-        mean_band(axes[0], long[long.label == row].dropna(subset=["test_acc"]), "round", "test_acc", color, row)
-    axes[0].axvline(warmup + 0.5, color="grey", ls=":", label=f"end of the warm-up (round {warmup})")
-    axes[0].set(xlabel="round (warm-up, then federated)", ylabel="test accuracy (%)", title=title)
-    cb = long[long.label == label_of(CBAFED)].assign(label_ratio=lambda d: 100 * d.get("label_ratio", np.nan))
-    for (y, name), color in zip((("label_ratio", "unlabeled images used (label ratio, %)"),
-                                 ("pseudo_acc", "their pseudo-labels' accuracy (%)")), colors(2)):
-        if y in cb:
-            mean_band(axes[1], cb.dropna(subset=[y]), "round", y, color, name, (0, 100))
-    axes[1].set(xlabel="federated round", ylabel="%", title="CBAFed: the unlabeled clients' pseudo-labels")
-    for ax in axes:
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
-    return fig
