@@ -22,7 +22,6 @@ labels_at              where the labels are: server (SemiFL), clients (FedDure: 
                        per class at every client, spread by labeled_partition), one-client
 labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition) =
                        (IID,IID), (IID,DIR), (DIR,DIR)
-feddure_variant        FedDure as its paper describes it ("paper") or as its code runs ("code")
 cbafed_warmup          CBAFed's warm-up: the first W rounds train the labeled client alone
 cbafed_variant         CBAFed as its paper describes it ("paper") or as its code runs ("code")
 cbafed_labeled         CBAFed's labeled client: client_labels of each class ("balanced", our
@@ -154,8 +153,6 @@ class Config:
     shear_resample: str = "nearest"      # ShearX/Y resampling: nearest (PIL's default) | bilinear (the authors')
     cutout_size: str = "scaled"          # CutoutConst's 40 px: scaled with the image (35 px at 28x28) | fixed
     # (FL)^2 (methods/fl2.py)
-    sam_rho: float = 0.1                 # rho of its sharpness-aware consistency (Eq. 12; its Table 4: 0.1)
-    fl2_variant: str = "paper"           # paper: SAM's perturbation (Eq. 12) | code: ASAM, as its released code runs
     # measurement
     eval_every: int = 1
     diagnostics: bool = False            # also evaluate each client model, the average, the aggregate (run.py)
@@ -165,7 +162,6 @@ class Config:
                                          # client 0), FedDure's 5
     labeled_partition: str = "iid"       # how the clients' labeled images are spread: iid (exactly client_labels
                                          # per class each) | dir-ALPHA (the pool split by Dirichlet(ALPHA))
-    feddure_variant: str = "paper"       # paper: FedDure's Eq. (2)-(10) | code: what its released code runs (MPL)
     # CBAFed (methods/cbafed.py)
     cbafed_warmup: int = 0               # W: the first W rounds train the labeled client alone (its paper: 501)
     cbafed_variant: str = "paper"        # paper: its paper's rules | code: what its released code runs
@@ -238,7 +234,7 @@ class Config:
                               ("server_momentum", ("keep", "reset")),
                               ("round_order", ("code", "paper")), ("rng_streams", ("round", "client")),
                               ("mix_draws", ("set", "per-read")), ("shear_resample", ("nearest", "bilinear")),
-                              ("cutout_size", ("scaled", "fixed")), ("fl2_variant", ("paper", "code")),
+                              ("cutout_size", ("scaled", "fixed")),
                               ("precision", ("fp32", "bf16")),
                               ("cbafed_labeled", CBAFED_LABELED)):
             if getattr(self, name) not in choices:
@@ -267,8 +263,7 @@ class Config:
             bad("partition", "allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
         if not isinstance(self.labeled_partition, str):
             bad("labeled_partition", "allowed are 'iid', 'dir-ALPHA'")
-        for name, choices in (("labels_at", PLACEMENTS), ("feddure_variant", ("paper", "code")),
-                              ("cbafed_variant", ("paper", "code"))):
+        for name, choices in (("labels_at", PLACEMENTS), ("cbafed_variant", ("paper", "code"))):
             if getattr(self, name) not in choices:
                 bad(name, f"allowed are {', '.join(choices)}")
         declared = fields_of(self.algorithm)
@@ -414,8 +409,6 @@ class Config:
                              f"{(n_train - self.num_supervised) // 10} here (num_clients={self.num_clients})")
         if not 0 <= self.threshold <= 1:
             bad("threshold", "must be in [0, 1]")
-        if not self.sam_rho > 0:
-            bad("sam_rho", "must be > 0 (the radius of (FL)^2's weight perturbation)")
         for name in ("local_epochs", "server_epochs", "mixup_alpha"):
             if not getattr(self, name) > 0:
                 bad(name, "must be > 0")
@@ -483,9 +476,11 @@ class Config:
         """A Config from field values (Config's and its method's own, flat, as to_dict gives them), not validated:
         a method's declared fields it does not set get their defaults; a name no method declares is refused."""
         core = {k: v for k, v in values.items() if k in CORE_FIELDS}
-        extra = {k: v for k, v in values.items() if k not in CORE_FIELDS}
         algorithm = core.get("algorithm", SEMIFL)
         declared = fields_of(algorithm) if algorithm in METHODS else {}
+        # a field that was Config's before its method declared it: a stored config holds it, at its default
+        extra = {k: v for k, v in values.items() if k not in CORE_FIELDS
+                 and not (k not in declared and k in LATER_FIELDS and v == LATER_FIELDS[k])}
         for name in extra:
             if name not in declared:
                 owners = [m for m in METHODS if name in METHODS[m].fields]

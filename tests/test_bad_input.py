@@ -424,7 +424,7 @@ def test_the_bounds_refuse_no_committed_config_and_no_profile():
     from semifl_core.methods import METHODS
     stored = sorted((REPO / "results").glob("*/config.json"))
     for path in stored:
-        Config(**{**LATER_FIELDS, **json.loads(path.read_text())["config"]}).validate()
+        Config.from_dict({**LATER_FIELDS, **json.loads(path.read_text())["config"]})
     for name, pairs in PROFILE_GRID.items():
         for ds, n in pairs:
             for algorithm in METHODS:

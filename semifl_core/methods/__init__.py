@@ -59,8 +59,8 @@ FEDDURE_PROFILES = {
 # The fields CBAFed's family never reads (methods/cbafed.py: its own constant learning rates, epochs and batch plan).
 CBAFED_UNUSED = ("num_supervised", "mixup_alpha", "mix_loss", "global_pseudo_labels", "client_momentum", "finetune",
                  "server_momentum", "server_batch", "server_epochs", "global_momentum", "sbn_source", "round_order",
-                 "mix_draws", "shear_resample", "cutout_size", "local_epochs", "strong_aug", "feddure_variant",
-                 "labeled_partition", "pseudo_label_rule", "sam_rho", "fl2_variant", "active_rate")
+                 "mix_draws", "shear_resample", "cutout_size", "local_epochs", "strong_aug", "labeled_partition",
+                 "pseudo_label_rule", "active_rate")
 # CBAFed's setting (its Section 4, and its code): K=10 clients, all of them every round, client 0 labeled (one tenth
 # of the data; ours balanced per class, its code's split is one Dirichlet draw over all ten: Config.cbafed_labeled
 # "dirichlet"), the rest Dir(0.8); 501 warm-up epochs and 501
@@ -96,6 +96,11 @@ class Field:
         if not ok:
             return f"must be {'a number' if kind is float else 'true or false' if kind is bool else 'an ' + kind.__name__}"
         return self.check(value) if self.check else ""
+
+
+def _one_of(*allowed):
+    """A Field check: the value is one of `allowed`."""
+    return lambda v: "" if v in allowed else f"allowed are {', '.join(allowed)}"
 
 
 @dataclass(frozen=True)
@@ -187,6 +192,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     # mixup; its Table 4's client batch of 32 (methods/fl2.py)
     Method(FL2, "(FL)²", "semifl_core.methods.fl2:fl2_round",
            fixed=dict(pseudo_label_rule="client-adaptive", mix_loss=False),
+           fields={"sam_rho": Field(0.1, lambda r: "" if r > 0 else "must be > 0 (the radius of the perturbation)",
+                                    "rho of its sharpness-aware consistency (Eq. 12; its Table 4: 0.1)"),
+                   "fl2_variant": Field("paper", _one_of("paper", "code"),
+                                        "paper: SAM's perturbation (Eq. 12) | code: ASAM, as its released code runs")},
            profiles={"paper": dict(client_batch=32), "small": dict(client_batch=32)}),
     # one model on the labeled images and every client image pooled as unlabeled, with SemiFL's clients' step budget:
     # the federation's fields only size its rounds (methods/fixmatch.py)
@@ -196,17 +205,19 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     # FedDure (AAAI 2024) and the baselines of its Table 1, all with FedDure's local recipe (Adam, one epoch over
     # the labeled part, FedAvg weighted by data size): methods/feddure.py, methods/feddure_baselines.py
     Method(FEDDURE, "FedDure", "semifl_core.methods.feddure:feddure_round", unused=SEMIFL_ONLY_FIELDS,
+           fields={"feddure_variant": Field("paper", _one_of("paper", "code"), "paper: FedDure's Eq. (2)-(10) | "
+                                            "code: what its released code runs (MPL)")},
            profiles=FEDDURE_PROFILES, placements=(CLIENTS,),
            why_not="C-reg's reward (Eq. 3) and F-reg's update (Eq. 5) need labeled data at every trained client"),
     Method(FEDAVG_LABELED, "FedAvg* (labeled only)", "semifl_core.methods.feddure_baselines:fedavg_labeled_round",
-           unused=SEMIFL_ONLY_FIELDS + ("threshold", "feddure_variant"), profiles=FEDDURE_PROFILES,
+           unused=SEMIFL_ONLY_FIELDS + ("threshold",), profiles=FEDDURE_PROFILES,
            placements=(CLIENTS, ONE_CLIENT)),
     Method(FEDAVG_FIXMATCH_CLIENTS, "FedAvg + FixMatch (client labels)",
            "semifl_core.methods.feddure_baselines:fedavg_fixmatch_clients_round",
-           unused=SEMIFL_ONLY_FIELDS + ("feddure_variant",), profiles=FEDDURE_PROFILES,
+           unused=SEMIFL_ONLY_FIELDS, profiles=FEDDURE_PROFILES,
            placements=(CLIENTS, ONE_CLIENT)),
     Method(FEDAVG_SL, "FedAvg-SL (all labeled)", "semifl_core.methods.feddure_baselines:fedavg_sl_round",
-           unused=SEMIFL_ONLY_FIELDS + ("threshold", "feddure_variant"), profiles=FEDDURE_PROFILES,
+           unused=SEMIFL_ONLY_FIELDS + ("threshold",), profiles=FEDDURE_PROFILES,
            placements=(CLIENTS, ONE_CLIENT)),
     # CBAFed (CVPR 2023) and the rows of its Table 1, on its schedule (warm-up, epochs, residuals): methods/cbafed.py
     Method(CBAFED, "CBAFed", "semifl_core.methods.cbafed:cbafed_round", unused=CBAFED_UNUSED,
