@@ -150,6 +150,9 @@ def test_declaring_a_field_changes_no_committed_runs_key(monkeypatch):
     for name in (methods.SEMIFL, methods.PARTIALLY_SUPERVISED):
         monkeypatch.setitem(METHODS, name, dataclasses.replace(METHODS[name], fields={"toy_mu": Field(0.5)}))
     assert all(run_key(s["config"]) == s["key"] for s in stored)
+    # and built back as a Config (a field since moved into its method's own is there at its default): the same key
+    from semifl_core.config import Config
+    assert all(Config.from_dict(s["config"]).key() == s["key"] for s in stored)
     cfg = profile("smoke")
     assert cfg.toy_mu == 0.5 and cfg.key() == cfg.replace(toy_mu=0.5).key() != cfg.replace(toy_mu=0.25).key()
 
