@@ -156,27 +156,28 @@ def plan(results_dir=None) -> tuple[list[Claim], list[tuple[str, Config]]]:
 
 
 def table(results_dir=None) -> str:
-    """The plan as markdown: one row per claim looked at."""
+    """The plan as markdown: one row per claim it gave seeds (or would have, but for the `long` budget); the claims
+    it looked at and gave none, counted by why."""
     cs, order = plan(results_dir)
-    rows = ["| claim | family (m) | seeds 0-2: difference [interval] | verdict at seeds 0-2 | seeds planned | "
-            "new CPU hours |", "| --- | --- | ---: | --- | --- | ---: |"]
+    rows = ["| claim | family (m) | seeds 0-2: difference [interval] | seeds planned | new CPU hours |",
+            "| --- | --- | ---: | --- | ---: |"]
+    none: dict[str, int] = {}
     for c in cs:
-        if not _asks(c):
-            planned = ("none: decided" if c.verdict in ("held", "not held") else f"none: {c.verdict}"
-                       if c.verdict != "within noise" else "none: not a K=2 claim")
-        elif c.seeds is None:
-            planned = f"none: not decided by {CAP[c.length]}"
-        elif c.over_budget:
-            planned = f"{c.seeds} (over the `long` budget: not queued)"
-        else:
-            planned = str(c.seeds)
+        if not _asks(c) or c.seeds is None:
+            why = ("decided at seeds 0-2" if c.verdict in ("held", "not held") else "not run"
+                   if c.verdict == "not run" else "not a K=2 claim" if not _asks(c) else
+                   f"not decided by the cap ({CAP[c.length]} seeds)")
+            none[why] = none.get(why, 0) + 1
+            continue
+        planned = f"{c.seeds} (over the `long` budget: not queued)" if c.over_budget else str(c.seeds)
         hours = "" if c.hours is None else f"{c.hours:.1f}"
-        rows.append(f"| {c.name} | {c.family} ({c.m}) | {c.interval} | {c.verdict} | {planned} | {hours} |")
+        rows.append(f"| {c.name} | {c.family} ({c.m}) | {c.interval} | {planned} | {hours} |")
     n_long = sum(1 for _, r in order if _budgeted(r))
-    rows += ["", f"Queued: {len(order)} runs ({n_long} of 300 rounds or more), about "
-                 f"{sum(_minutes(r, results_dir) for _, r in order) / 60:.0f} CPU hours at the committed runs' pace."]
+    rows += ["", f"Given no seeds: {sum(none.values())} of the {len(cs)} claims looked at ("
+                 + "; ".join(f"{why}: {k}" for why, k in none.items()) + f"). Queued: {len(order)} runs ({n_long} of "
+                 f"300 rounds or more), about {sum(_minutes(r, results_dir) for _, r in order) / 60:.0f} CPU hours at "
+                 "the committed runs' pace."]
     return "\n".join(rows)
-
 
 if __name__ == "__main__":
     sys.exit(print(table()))
