@@ -248,7 +248,7 @@ noniid_table
 
 # %% tags=["nbval-check-output"]
 report.confirmation.frame(["SemiFL, client-adaptive rule above Partially Supervised, R=30, Non-IID, K=2"],
-                          save_as="few_labels", out_dir=results_dir)
+                          save_as="few_labels", results_dir=results_dir)
 
 
 # %% [markdown]

@@ -249,7 +249,7 @@ winners_table
 # %% tags=["nbval-check-output"]
 report.confirmation.frame([f"SemiFL above Partially Supervised, R={r}, {p}" for r, p in
                            ((100, "IID"), (300, "IID"), (300, "Non-IID, K=2"), (800, "IID"))],
-                          save_as="horizon", out_dir=results_dir)
+                          save_as="horizon", results_dir=results_dir)
 
 # %% [markdown]
 # ## Takeaway

@@ -235,7 +235,7 @@ part3_iid
 # %% tags=["nbval-check-output"]
 report.confirmation.frame(["SemiFL + one local epoch (E=1) above SemiFL's fixed rule, `long`, Non-IID, K=2",
                            "SemiFL + no global momentum above Partially Supervised, `long`, Non-IID, K=2"],
-                          save_as="label_skew", out_dir=results_dir)
+                          save_as="label_skew", results_dir=results_dir)
 
 # %% [markdown]
 # ## Takeaway

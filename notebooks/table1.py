@@ -179,7 +179,7 @@ report.left_out(methods, "The gap table", "it is the paper's claim about SemiFL;
 # %% tags=["nbval-check-output"]
 R = rounds or report.profile(profile).rounds
 report.confirmation.frame([f"SemiFL above Partially Supervised, R={R}, {p}" for p in ("IID", "Non-IID, K=2")],
-                          save_as="table1", out_dir=results_dir)
+                          save_as="table1", results_dir=results_dir)
 
 
 # %% [markdown]

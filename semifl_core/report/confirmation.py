@@ -212,11 +212,12 @@ def _fault(plan: dict, row: dict, results_dir) -> str:
     return ""
 
 
-def verdicts(results_dir=None) -> list[Confirmation]:
-    """Every candidate's confirmation, in CANDIDATES order. A family member is confirmed early when its interval at
-    Holm's strictest level already lies on the claimed side (Holm confirms it whatever the others read), not
-    confirmed early when its 95 % interval does not; otherwise it waits for the family."""
-    plan = load_plan(results_dir)
+def verdicts(results_dir=None, plan=None) -> list[Confirmation]:
+    """Every candidate's confirmation, in CANDIDATES order (`plan`: results_dir's own by default). A family member is
+    confirmed early when its interval at Holm's strictest level already lies on the claimed side (Holm confirms it
+    whatever the others read), not confirmed early when its 95 % interval does not; otherwise it waits for the
+    family."""
+    plan = plan or load_plan(results_dir)
     out, judged, rows = {}, {}, plan["claims"]
     m = plan["m"]
     for row in rows:
@@ -274,15 +275,17 @@ CLAIMS_COLUMNS = ["claim", "a", "b", "exploration: seeds 0-2", "confirmation: fr
 
 
 def final_words(names, results_dir=None):
-    """One row per seed-plan claim in `names` (its exact name, in that order): both arms at seeds 0-2, the
-    exploration's reading, the confirmation on fresh seeds alone (where the plan gave the claim some) and the final
-    word: the confirmation's for a claim given seeds after seeds 0-2 were seen, else the exploration's. Differences
-    are on the claim's side (positive: as claimed)."""
+    """One row per seed-plan claim in `names` (its exact name, in that order), from the runs in results_dir: both arms
+    at seeds 0-2, the exploration's reading, the confirmation on fresh seeds alone (where the plan gave the claim some)
+    and the final word: the confirmation's for a claim given seeds after seeds 0-2 were seen, else the exploration's.
+    Differences are on the claim's side (positive: as claimed). A store without a plan of its own (one's own runs)
+    is judged by the committed plan."""
     import pandas as pd
     from .seed_plan import claims
     from .tables import mean_std
     by_name = {c.name: c for c in claims(results_dir)}
-    plan = {r["seed_plan_name"]: (r, c) for r, c in zip(load_plan(results_dir)["claims"], verdicts(results_dir))}
+    fixed = load_plan(results_dir if plan_file(results_dir).exists() else None)
+    plan = {r["seed_plan_name"]: (r, c) for r, c in zip(fixed["claims"], verdicts(results_dir, fixed))}
     rows = []
     for name in filter(by_name.__contains__, names):   # another profile's names (smoke, say) are no claims of it
         c = by_name[name]
@@ -303,13 +306,13 @@ def claims_file(name: str, results_dir=None):
     return repo_path("results", results_dir) / "claims" / f"{name}.csv"
 
 
-def frame(names, save_as: str | None = None, out_dir=None):
-    """The final words as a notebook shows them (final_words, on the committed runs). With save_as, also written to
-    <out_dir, default results/>/claims/<save_as>.csv: what this notebook decided, the file README.md's headline
-    table reads (`pandas.read_csv` opens it)."""
-    t = final_words(names)
+def frame(names, save_as: str | None = None, results_dir=None):
+    """The final words as a notebook shows them (final_words, on the runs in results_dir, default the committed
+    results/). With save_as, also written to <results_dir>/claims/<save_as>.csv: what this notebook decided, the file
+    README.md's headline table reads (`pandas.read_csv` opens it)."""
+    t = final_words(names, results_dir)
     if save_as:
-        path = claims_file(save_as, out_dir)
+        path = claims_file(save_as, results_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         t.to_csv(path, index=False, lineterminator="\n")
     return t.drop(columns=["seed_plan_name", "a", "b"]).set_index("claim")
