@@ -1,19 +1,24 @@
-"""The label-skew study's report (semifl_core/report/label_skew.py): its tables are the seeds' run means of the
+"""The label-skew study (its notebook's own code, and semifl_core/report/label_skew.py's measures): its tables are the seeds' run means of the
 committed per-round measures, its verdicts follow the package's rule, and its written takeaway cannot disagree with
 its claims."""
 import re
+from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
 from semifl_core import report
-from semifl_core.report import label_skew as skew
+from semifl_core.report import label_skew
 from semifl_core.report.claims import claims as make_claims
 from semifl_core.report import configs
 from semifl_core.report.configs import FEDVLS, ONE_EPOCH
 from semifl_core.report import rule
 from semifl_core.report.rule import above
+
+from notebook_code import load
+
+skew = SimpleNamespace(**{**vars(label_skew), **load("label_skew")})   # the package's part and the notebook's
 
 
 def _runs(tmp_path, rows: dict) -> pd.DataFrame:
@@ -66,7 +71,7 @@ def test_claims_follow_the_rule_and_the_takeaway_states_exactly_the_held_ones(tm
     table = skew.fix_table(fix)
     assert table.loc["Non-IID, K=2", "fix vs client-adaptive"] == "held"
     assert table.loc["IID", "fix vs Partially Supervised"] == above([72.0, 72.1, 72.2], [70.0, 70.1, 70.2])
-    claims = skew.claims(mech, table)
+    claims = skew.study_claims(mech, table)
     verdicts = dict(zip(claims.claim, claims.verdict))
     assert verdicts["SemiFL, client-adaptive passes more of those wrong labels than the fixed rule (tau 0.95)"] == "held"
     assert verdicts["(FL)²: a client's threshold is lower for the other classes than for its classes"] \
@@ -92,7 +97,7 @@ def test_the_second_fix_is_judged_against_partially_supervised_and_plain_softmax
     assert table.loc["Non-IID, K=2", "FedRS vs SemiFL"] == "not held"
     assert table.loc["IID", "FedRS vs Partially Supervised"] == "held"
     assert table.loc["IID", "SemiFL + FedRS"] == "74.1 (0.1) n=3"
-    verdicts = dict(zip(*skew.claims(mech, skew.fix_table(mech.iloc[:0]), table)[["claim", "verdict"]].T.values))
+    verdicts = dict(zip(*skew.study_claims(mech, skew.fix_table(mech.iloc[:0]), table)[["claim", "verdict"]].T.values))
     assert verdicts["SemiFL + FedRS: a client's update lowers the other classes less than the fixed rule's "
                     "with plain softmax"] == "held"
     assert verdicts["Non-IID, K=2: SemiFL + FedRS beats SemiFL (fixed rule, plain softmax)"] == "not held"
@@ -103,7 +108,7 @@ def test_an_empty_store_gives_not_run_everywhere(tmp_path):
     empty = pd.DataFrame(columns=["label", "seed", "partition", "path", "final_acc"])
     table = skew.fix_table(empty)
     assert (table[["Partially Supervised", "global-adaptive (the fix)"]] == "not run").all().all()
-    claims = skew.claims(empty, table)
+    claims = skew.study_claims(empty, table)
     assert set(claims.verdict) == {"not run"} and skew.mechanism_table(empty).empty
     assert "*Held:*" not in report.takeaway(claims)
 

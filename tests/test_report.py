@@ -350,10 +350,10 @@ def test_the_label_skew_mechanism_pairs_two_rows_at_one_seed_and_draw():
     means = pd.DataFrame([dict(row=row, seed=s, draw="d", skew_dacc_unheld=-(SHARED[s] - 50) + d)
                           for row, shift in ((skew.SEMIFL_FIXED, 0.0), ("remedy", 1.0)) for s in range(3)
                           for d in [shift * LEAD[s]]])
-    fx, rem = (skew._values(means, r, "skew_dacc_unheld", -1.0) for r in (skew.SEMIFL_FIXED, "remedy"))
+    fx, rem = (skew.measure_values(means, r, "skew_dacc_unheld", -1.0) for r in (skew.SEMIFL_FIXED, "remedy"))
     assert report.rule.above(fx, rem) == "held" and report.rule.above(fx, rem).judged.test == "paired t"
     no_draw = means.drop(columns="draw")
-    fx, rem = (skew._values(no_draw, r, "skew_dacc_unheld", -1.0) for r in (skew.SEMIFL_FIXED, "remedy"))
+    fx, rem = (skew.measure_values(no_draw, r, "skew_dacc_unheld", -1.0) for r in (skew.SEMIFL_FIXED, "remedy"))
     assert report.rule.above(fx, rem) == "within noise" and report.rule.above(fx, rem).judged.test == "Welch t"
 
 
