@@ -207,7 +207,7 @@ report.gap_table(long_df, ds, n)
 # %% [markdown]
 # ### The few-label winners at `long`
 #
-# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (trained by `python -m semifl_core.campaign label_skew_long`: about 110 CPU minutes a client-adaptive run and 2.5 hours an (FL)² run here). The rule, fixed before these runs: the package's rule then (the mean gap against the two seed spreads together), each winner against Partially Supervised and against SemiFL with the fixed rule at the same profile (`long`, R=300) and partition. The table judges by the interval rule that replaced it. A row without committed runs says *not run*; a claim with fewer than three seeds gives no verdict.
+# SemiFL with the client-adaptive rule and (FL)² beat Partially Supervised under IID at 30 rounds (the few_labels notebook). Do they hold at the `long` profile? Both, IID and Non-IID K=2, seeds 0-2, beside SemiFL with the fixed rule and Partially Supervised from the table above (trained by `python -m semifl_core.campaign horizon`: about 110 CPU minutes a client-adaptive run and 2.5 hours an (FL)² run here). The rule, fixed before these runs: the package's rule then (the mean gap against the two seed spreads together), each winner against Partially Supervised and against SemiFL with the fixed rule at the same profile (`long`, R=300) and partition. The table judges by the interval rule that replaced it. A row without committed runs says *not run*; a claim with fewer than three seeds gives no verdict.
 #
 
 # %%

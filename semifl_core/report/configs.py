@@ -516,24 +516,6 @@ def label_skew_remedy_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# bf16 as a run option (BENCHMARKS.md, "CPU switch rules", fixed before the runs): SemiFL and Partially
-# Supervised at `small` in bf16, IID and Non-IID K=2, each judged against its fp32 run (Table 1's committed cells).
-PRECISION_PARTITIONS = ("iid", SKEW_PARTITION)
-
-
-def precision_configs(p, ds, n, rounds=None) -> dict:
-    """{'row | precision | partition': Config}: SemiFL in bf16 and fp32 at each partition, Partially Supervised in
-    both (one run serves every partition)."""
-    out = {}
-    for precision in ("bf16", "fp32"):
-        for part in PRECISION_PARTITIONS:
-            out[f"{label_of(SEMIFL)} | {precision} | {part}"] = make(p, ds, n, rounds, partition=part,
-                                                                      precision=precision)
-        out[f"{label_of(PARTIALLY_SUPERVISED)} | {precision}"] = make(p, ds, n, rounds, algorithm=PARTIALLY_SUPERVISED,
-                                                                       precision=precision)
-    return out
-
-
 # "Do the few-label winners hold at `long`?": SemiFL with the client-adaptive rule and (FL)^2 at the `long`
 # profile (R=300), IID and Non-IID K=2; Table 1 at `long` shows them beside SemiFL and Partially Supervised.
 LONG_WINNER_PARTITIONS = ("iid", "non-iid-l-2")

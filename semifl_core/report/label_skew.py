@@ -1,7 +1,7 @@
 """The label-skew study's shared part (notebooks/label_skew.ipynb holds its tables, figures and claims): the
 measures of the instrumented runs, each run summarised by the mean of each measure over its rounds (fixed before the
-runs: every evaluated round counts alike), and part 3's gate and `long` cells, which the campaign also reads to plan
-the runs the notebook asks for (campaign.label_skew_part3_long)."""
+runs: every evaluated round counts alike), and part 3's gate (its `long` plan reads the committed gate runs
+quietly, whatever seeds a render uses) and `long` cells."""
 from __future__ import annotations
 
 import numpy as np
@@ -132,16 +132,6 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, seeds=(0, 1, 2)) 
     columns = ["remedy", "partition", FINAL, "Partially Supervised", "SemiFL, fixed rule",
                "vs Partially Supervised", "vs SemiFL"]
     return pd.DataFrame(rows, columns=columns).set_index(["remedy", "partition"])
-
-
-def committed_part3_long_table(p, ds, n, gate_profile="small", results_dir=None) -> pd.DataFrame:
-    """part3_long_table on the committed runs at profile p (`long`), seeds 0-2 (what the campaign plans part 3's IID
-    follow-up from; read quietly, as committed_part3_gate)."""
-    plan = part3_long_plan(committed_part3_gate(gate_profile, ds, n, results_dir))
-    seeds = (0, 1, 2)
-    long = [stored_runs(configs.label_skew_long_configs(p, ds, n, r, parts), seeds, results_dir) for r, parts in plan]
-    judges = stored_runs(configs.label_skew_judges(p, ds, n, PART3_LONG_PARTITIONS), seeds, results_dir)
-    return part3_long_table(pd.concat(long, ignore_index=True) if long else judges.iloc[:0], judges)
 
 
 PART3_IID_SENT = (NO_GLOBAL_MOMENTUM,)   # sent to IID on 2026-11-29 (held above Partially Supervised at n=8 then)

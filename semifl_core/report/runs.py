@@ -2,6 +2,7 @@
 trained in worker processes), and the runs and per-round metrics read back from the results store."""
 from __future__ import annotations
 
+import json
 import os
 import platform
 import re
@@ -288,6 +289,9 @@ def shown(path) -> str:
         return str(path)
 
 
+COLLECT = "SEMIFL_COLLECT"   # a file: run_all appends each run it would train there, one JSON line (label, config)
+
+
 def no_train() -> bool:
     """SEMIFL_NO_TRAIN=1: render from the results store only; runs not in it are left out (and said so), not
     trained. CI renders the committed notebooks this way."""
@@ -391,6 +395,9 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
             done[i] = summary
         else:
             todo.append(i)
+    if todo and os.environ.get(COLLECT):   # a campaign asking what this notebook would train (campaign.queue)
+        with open(os.environ[COLLECT], "a") as f:
+            f.writelines(json.dumps({"label": jobs[i][0], "config": jobs[i][1].to_dict()}) + "\n" for i in todo)
     if todo and no_train():
         left = [f"{jobs[i][0]} (seed {jobs[i][1].seed})" for i in todo]
         say(f"{FROM_STORE}: {len(todo)} of {len(jobs)} runs are not in {shown(results_dir)} and are left "

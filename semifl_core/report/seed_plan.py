@@ -12,7 +12,6 @@ rounds or more are queued. The plan reads seeds 0-2 only, so it stays what it wa
 later.
 
     python -m semifl_core.report.seed_plan            # the plan's table (markdown), as docs/verdicts.md shows it
-    python -m semifl_core.campaign seed_plan          # trains its runs (a lane; two lanes share the queue)
 """
 from __future__ import annotations
 
