@@ -233,8 +233,9 @@ def test_figure6_label_ratio_is_a_fraction_and_titles_do_not_overlap():
             for r in range(1, 11) for s in range(3) for m in ("SemiFL: fine-tune only", "FedAvg + FixMatch")
             for p in ("non-iid-l-2", "iid")
             for metric, v in (("Pseudo Accuracy", 80.0), ("Threshold Accuracy", 95.0), ("Label Ratio", 0.98))]
+    figure6 = load("figure6")
     fig = report.lineplot_grid(pd.DataFrame(rows), "value", hue="method", col="metric", row="partition",
-                               ylabel=report.PSEUDO_UNITS, bounds=report.PSEUDO_BOUNDS)
+                               ylabel=figure6["PSEUDO_UNITS"], bounds=figure6["PSEUDO_BOUNDS"])
     fig.canvas.draw()
     ratio = [ax for ax in fig.axes if "Label Ratio" in ax.get_title()]
     assert ratio and all("%" not in ax.get_ylabel() and "fraction" in ax.get_ylabel() for ax in ratio)

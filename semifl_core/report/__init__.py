@@ -6,7 +6,6 @@ reads them all, confirmation (the fresh-seed confirmation of the claims the seed
 from ..config import TRAIN_SIZE, profile
 from .claims import (
     diagnosis_findings,
-    figure6_claims,
     learning_curve_claims,
     scale_claims,
     Takeaway,
@@ -40,9 +39,6 @@ from .configs import (
 from .figures import (
     augmentation_grid,
     lineplot_grid,
-    PSEUDO_BOUNDS,
-    pseudo_label_curves,
-    PSEUDO_UNITS,
     save_figure,
     scale_figure,
     stage_curves,

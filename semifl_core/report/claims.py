@@ -7,8 +7,8 @@ import pandas as pd
 
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from . import paper
-from .configs import INSTRUMENTED, SCALE_NS, SUSPECTS, TABLE2_VARIANTS, label_of
-from .paper import ABLATION_PARTITIONS, PARTITIONS
+from .configs import INSTRUMENTED, SCALE_NS, SUSPECTS, label_of
+from .paper import PARTITIONS
 from .rule import Verdict, above, at_least, every
 from .tables import (STAGE_STEPS, accuracy, mean_std, seeded, split_table, stage_change, stage_halves, stage_table,
                      suspects_table)
@@ -65,34 +65,6 @@ def takeaway(table: pd.DataFrame) -> Takeaway:
 def _prefix(pairs, ds, n):
     """'[dataset, N_S=n] ' before a claim when the notebook shows several (dataset, N_S) pairs."""
     return f"[{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}] " if len(pairs) > 1 else ""
-
-
-def figure6_claims(long, pairs) -> pd.DataFrame:
-    """Pseudo-label quality of full SemiFL against each other Table 2 variant, per seed averaged over the second half
-    of the rounds."""
-    items = []
-    best = TABLE2_VARIANTS[(True, True)]
-    for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
-        for part in ABLATION_PARTITIONS:
-            for metric in ("Pseudo Accuracy", "Threshold Accuracy"):
-                d = long[(long.dataset == ds) & (long.num_supervised == n) & (long.partition == part)
-                         & (long.metric == metric)]
-                claim = pre + f"{paper.PARTITION_NAMES[part]}: {metric} (second half of rounds) is highest with " \
-                              f"fine-tune + global"
-                ran = long[(long.dataset == ds) & (long.num_supervised == n) & (long.partition == part)]
-                if best not in set(ran.method):
-                    items.append((claim, "not run", "full SemiFL's runs are not in the results store"))
-                    continue
-                if best not in set(d.method):
-                    items.append((claim, False, "never defined: no pseudo-label passed the threshold in any round"))
-                    continue
-                late = d[d["round"] > d["round"].max() / 2].groupby(["method", "seed"]).value.mean()
-                per = {m: {int(s): v for s, v in late[m].items()}   # one N_S: the seed's labeled set, paired
-                       for m in late.index.get_level_values(0).unique()}
-                items.append((claim, every(above(per[best], v) for m, v in per.items() if m != best),
-                              "; ".join(f"{m}: {mean_std(v.values())}" for m, v in per.items())))
-    return claims(items)
 
 
 def learning_curve_claims(df, c, pairs) -> pd.DataFrame:

@@ -1,7 +1,8 @@
 """Figures: their one style and width (THEME, MAX_WIDTH: new_figure starts every figure), saving them (a PNG that
 records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, the
-curves the figures draw (pseudo-label quality, stages of a round, baselines copied into every panel), the scale
-study's figure and the augmentation grid."""
+curves the figures draw (stages of a round, baselines copied into every panel), the scale study's figure and the
+augmentation grid. The other curves and figures (Figure 6's pseudo-label quality, the few-label study's, the
+horizon's, CBAFed's) are built in the one notebook that draws them."""
 from __future__ import annotations
 
 import textwrap
@@ -11,9 +12,9 @@ import pandas as pd
 
 from ..config import STRONG_AUGS
 from . import paper
-from .configs import BASELINES, TABLE2_VARIANTS
+from .configs import BASELINES
 from .paper import IID, NON_IID_K2
-from .runs import _kernel, curves, display_name, repo_path
+from .runs import _kernel, display_name, repo_path
 from .tables import ROUND_STAGES, instrumented_curves, paper_gap_points
 
 
@@ -203,22 +204,6 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
     if title:
         fig.suptitle(title)
     return fig
-
-
-PSEUDO_METRICS = {"pseudo_acc": "Pseudo Accuracy", "threshold_acc": "Threshold Accuracy", "label_ratio": "Label Ratio"}
-PSEUDO_UNITS = {"Pseudo Accuracy": "Pseudo Accuracy (%)", "Threshold Accuracy": "Threshold Accuracy (%)",
-                "Label Ratio": "Label Ratio (fraction, 0-1)"}
-PSEUDO_BOUNDS = {"Pseudo Accuracy": (0, 100), "Threshold Accuracy": (0, 100), "Label Ratio": (0, 1)}
-
-
-def pseudo_label_curves(df) -> pd.DataFrame:
-    """Long per-round pseudo-label quality of the Table 2 variants (no baselines)."""
-    runs = df[df.method.isin(list(TABLE2_VARIANTS.values()))]
-    c = curves(runs)
-    long = c.melt(id_vars=["round", "method", "seed", "partition", "dataset", "num_supervised"],
-                  value_vars=[m for m in PSEUDO_METRICS if m in c.columns], var_name="metric", value_name="value")
-    long["metric"] = long.metric.map(PSEUDO_METRICS)
-    return long.dropna(subset=["value"])
 
 
 def with_baselines(c: pd.DataFrame, partitions) -> pd.DataFrame:
