@@ -338,7 +338,8 @@ def test_learning_curves_pair_a_runs_last_round_with_its_first():
     df = pd.DataFrame([dict(base, method=m, partition=p, seed=s, final_acc=SHARED[s], best_acc=SHARED[s])
                        for m in (label_of(SEMIFL), label_of(PARTIALLY_SUPERVISED)) for p in paper.PARTITIONS
                        for s in range(3)])
-    claims = report.learning_curve_claims(df, c, [("fashionmnist", 100)]).set_index("claim")
+    learning_curve_claims = load("learning_curves")["learning_curve_claims"]
+    claims = learning_curve_claims(df, c, [("fashionmnist", 100)]).set_index("claim")
     rises = claims.loc["IID: SemiFL's accuracy rises over training (last round above first)"]
     assert rises.verdict == "held" and "paired t" in rises[INTERVAL]
 

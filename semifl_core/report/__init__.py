@@ -6,7 +6,6 @@ reads them all, confirmation (the fresh-seed confirmation of the claims the seed
 from ..config import TRAIN_SIZE, profile
 from .claims import (
     diagnosis_findings,
-    learning_curve_claims,
     scale_claims,
     Takeaway,
     takeaway,

@@ -8,9 +8,8 @@ import pandas as pd
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from . import paper
 from .configs import INSTRUMENTED, SCALE_NS, SUSPECTS, label_of
-from .paper import PARTITIONS
 from .rule import Verdict, above, at_least, every
-from .tables import (STAGE_STEPS, accuracy, mean_std, seeded, split_table, stage_change, stage_halves, stage_table,
+from .tables import (STAGE_STEPS, mean_std, seeded, split_table, stage_change, stage_halves, stage_table,
                      suspects_table)
 
 INTERVAL = "A - B [95 % interval], n, test"   # rule.Verdict.interval()
@@ -65,28 +64,6 @@ def takeaway(table: pd.DataFrame) -> Takeaway:
 def _prefix(pairs, ds, n):
     """'[dataset, N_S=n] ' before a claim when the notebook shows several (dataset, N_S) pairs."""
     return f"[{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}] " if len(pairs) > 1 else ""
-
-
-def learning_curve_claims(df, c, pairs) -> pd.DataFrame:
-    items = []
-    for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
-        part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED), metric="final_acc")
-        for p in PARTITIONS:
-            d = c[(c.dataset == ds) & (c.num_supervised == n) & (c.method == label_of(SEMIFL)) & (c.partition == p)]
-            d = d.dropna(subset=["test_acc"]).sort_values("seed")
-            first, last = ({int(s): v for s, v in zip(e.seed, e.test_acc)}   # the same run's two rounds: paired
-                           for e in (d[d["round"] == d["round"].agg(f)] for f in ("min", "max")))
-            final = accuracy(df, ds, n, label_of(SEMIFL), p, metric="final_acc")
-            pn = paper.PARTITION_NAMES[p]
-            items += [
-                (pre + f"{pn}: SemiFL's accuracy rises over training (last round above first)", above(last, first),
-                 f"first round {mean_std(first.values())} -> last round {mean_std(last.values())}" if len(d)
-                 else "no evaluations"),
-                (pre + f"{pn}: SemiFL ends above Partially Supervised (final round)", above(final[2], part[2]),
-                 f"{final[1]} vs {part[1]}"),
-            ]
-    return claims(items)
 
 
 def scale_claims(table, cfg) -> pd.DataFrame:
