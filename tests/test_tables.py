@@ -158,9 +158,10 @@ def test_gap_closed_is_a_percentage_everywhere():
     assert horizon["GAP_FINAL"].startswith("gap closed (%)") and horizon["GAP_LATE"].startswith("gap closed (%)")
     rows = [dict(label=f"N_S=100 | {label_of(m)}", seed=s, final_acc=a) for s in range(3)
             for m, a in ((SEMIFL, 85.0), (PARTIALLY_SUPERVISED, 70.0), (FULLY_SUPERVISED, 90.0))]
-    t = report.tables.scale_table(pd.DataFrame(rows))
+    scale = load("scale")                                   # the scale study's table and claims
+    t = scale["scale_table"](pd.DataFrame(rows))
     assert t["gap closed (%)"].iloc[0] == "75.0 (0.0) n=3" and list(t["_closed"].iloc[0]) == [75.0] * 3
-    claims = report.scale_claims(t.assign(point="N_S=100"), report.profile("small", "fashionmnist"))
+    claims = scale["scale_claims"](t.assign(point="N_S=100"), report.profile("small", "fashionmnist"))
     assert claims.verdict.iloc[1] == "held"                    # 75 % is above half of the gap (50, in percent)
 
 

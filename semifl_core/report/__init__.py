@@ -6,7 +6,6 @@ reads them all, confirmation (the fresh-seed confirmation of the claims the seed
 from ..config import TRAIN_SIZE, profile
 from .claims import (
     diagnosis_findings,
-    scale_claims,
     Takeaway,
     takeaway,
 )
@@ -24,7 +23,6 @@ from .configs import (
     feddure_runs,
     few_label_configs,
     figure2_configs,
-    fsl_sizing_configs,
     horizon_configs,
     horizon_runs,
     scale_configs,
@@ -39,7 +37,6 @@ from .figures import (
     augmentation_grid,
     lineplot_grid,
     save_figure,
-    scale_figure,
     stage_curves,
     with_baselines,
 )
@@ -86,14 +83,9 @@ from .runs import (
 )
 from .tables import (
     class_table,
-    cost_table,
-    fsl_plateau,
     gap_table,
     left_out,
     mean_std,
-    ns_rule,
-    rounds_rule,
-    scale_table,
     split_table,
     stage_table,
     suspects_table,

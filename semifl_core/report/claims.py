@@ -1,5 +1,6 @@
-"""The claims each notebook ends with: per paper item, what the paper states, its verdict on our runs by RULE and the
-evidence (the `*_claims` functions), and the diagnosis' findings."""
+"""The claims table each notebook ends with (claims: what the paper states, its verdict on our runs by RULE and the
+evidence) and the takeaway written from it, and the diagnosis' findings. Each notebook's own claims (its `*_claims`
+function) are built in that notebook."""
 from __future__ import annotations
 
 import numpy as np
@@ -7,8 +8,8 @@ import pandas as pd
 
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from . import paper
-from .configs import INSTRUMENTED, SCALE_NS, SUSPECTS, label_of
-from .rule import Verdict, above, at_least, every
+from .configs import INSTRUMENTED, SUSPECTS, label_of
+from .rule import Verdict, above, every
 from .tables import (STAGE_STEPS, mean_std, seeded, split_table, stage_change, stage_halves, stage_table,
                      suspects_table)
 
@@ -64,33 +65,6 @@ def takeaway(table: pd.DataFrame) -> Takeaway:
 def _prefix(pairs, ds, n):
     """'[dataset, N_S=n] ' before a claim when the notebook shows several (dataset, N_S) pairs."""
     return f"[{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}] " if len(pairs) > 1 else ""
-
-
-def scale_claims(table, cfg) -> pd.DataFrame:
-    """What the study shows, each verdict by RULE on the seeds (at_least for the study's goal of half the gap)."""
-    t = table.set_index("point")
-    prof = f"N_S={cfg.num_supervised}"
-    col = lambda k, c: t.loc[k, c] if k in t.index else np.array([])
-    shown_ = lambda k, c: t.loc[k, c] if k in t.index else "not run"
-    semi, psl = label_of(SEMIFL), label_of(PARTIALLY_SUPERVISED)
-    # {seed: value}: points at one N_S share each seed's labeled set (paired); points at two N_S do not (Welch)
-    by_seed = lambda k, c: t.loc[k, "_by_seed"][c] if k in t.index else {}
-    items = [(f"At the profile ({prof}, IID) SemiFL is above Partially Supervised",
-              above(by_seed(prof, semi), by_seed(prof, psl)),
-              f"SemiFL {shown_(prof, semi)} vs Partially Supervised {shown_(prof, psl)}"),
-             ("At the profile SemiFL closes at least half of the gap (the study's goal)",
-              at_least(col(prof, "_closed"), 50.0), f"gap closed {mean_std(col(prof, '_closed'), '%')}")]
-    ran = [m for m in SCALE_NS if len(col(f"N_S={m}", "_gain"))] or [SCALE_NS[-1], SCALE_NS[0]]
-    for name, a, b in ((f"more rounds ({5 * cfg.rounds} vs {cfg.rounds})", f"rounds={5 * cfg.rounds}", prof),
-                       ("more local epochs (E=5 vs E=1)", prof, "E=1.0"),
-                       ("a wider model (cnn-w2 vs cnn)", "model=cnn-w2", prof),
-                       (f"more labels (N_S={max(ran)} vs {min(ran)}, the extremes with SemiFL runs)",
-                        f"N_S={max(ran)}", f"N_S={min(ran)}")):
-        same_labels = not (a.startswith("N_S=") and b.startswith("N_S="))
-        gains = (by_seed(a, "gain"), by_seed(b, "gain")) if same_labels else (col(a, "_gain"), col(b, "_gain"))
-        items.append((f"The gain SemiFL - Partially Supervised grows with {name}", above(*gains),
-                      f"gain {shown_(a, 'SemiFL - Partially')} vs {shown_(b, 'SemiFL - Partially')}"))
-    return claims(items)
 
 
 def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:

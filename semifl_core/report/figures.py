@@ -1,8 +1,8 @@
 """Figures: their one style and width (THEME, MAX_WIDTH: new_figure starts every figure), saving them (a PNG that
 records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, the
-curves the figures draw (stages of a round, baselines copied into every panel), the scale study's figure and the
-augmentation grid. The other curves and figures (Figure 6's pseudo-label quality, the few-label study's, the
-horizon's, CBAFed's) are built in the one notebook that draws them."""
+curves the figures draw (stages of a round, baselines copied into every panel) and the augmentation grid. The other
+curves and figures (Figure 6's pseudo-label quality, the scale study's, the few-label study's, the horizon's,
+CBAFed's) are built in the one notebook that draws them."""
 from __future__ import annotations
 
 import textwrap
@@ -11,11 +11,9 @@ import numpy as np
 import pandas as pd
 
 from ..config import STRONG_AUGS
-from . import paper
 from .configs import BASELINES
-from .paper import IID, NON_IID_K2
 from .runs import _kernel, display_name, repo_path
-from .tables import ROUND_STAGES, instrumented_curves, paper_gap_points
+from .tables import ROUND_STAGES, instrumented_curves
 
 
 DPI = 150          # the PNG's resolution
@@ -219,36 +217,6 @@ def stage_curves(df) -> pd.DataFrame:
     cols = [k for k, _ in ROUND_STAGES]
     long = c.melt(id_vars=["round", "seed", "num_supervised"], value_vars=cols, var_name="stage", value_name="acc")
     return long.assign(stage=long.stage.map(dict(ROUND_STAGES))).dropna(subset=["acc"])
-
-
-def scale_figure(table, cfg):
-    """Top: our gain SemiFL - Partially Supervised per point (mean and seed std). Bottom: the fraction of the gap
-    closed, ours per point and the paper's per (dataset, N_S) under IID and Non-IID K=2 (each its own colour and
-    marker)."""
-    fig = new_figure(9.0)
-    a, b = fig.subplots(2, 1, gridspec_kw=dict(height_ratios=[1, 1.25]))
-    ours, iid, non_iid = colors(3)
-    x = np.arange(len(table))
-    for ax, col in ((a, "_gain"), (b, "_closed")):
-        ax.errorbar(x, [v.mean() if len(v) else np.nan for v in table[col]],
-                    yerr=[v.std() if len(v) else np.nan for v in table[col]], fmt="o", color=ours,
-                    capsize=3, label=f"ours ({paper.DATASET_NAMES.get(cfg.dataset, cfg.dataset)}, {cfg.model})")
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xticks(x, table.point, rotation=30, ha="right")
-    paper_pts = paper_gap_points()
-    for i, (part, color, marker) in enumerate(((IID, iid, "s"), (NON_IID_K2, non_iid, "^"))):
-        pp = paper_pts[paper_pts.partition == part]
-        xs = len(table) + 0.5 + np.arange(len(pp)) + i * 0.15
-        b.scatter(xs, pp.closed, marker=marker, color=color, label=f"paper, {paper.PARTITION_NAMES[part]}")
-    ticks = [f"paper {d} {n}" for d, n in zip(paper_pts[paper_pts.partition == IID].dataset,
-                                               paper_pts[paper_pts.partition == IID].num_supervised)]
-    b.set_xticks(np.r_[x, len(table) + 0.5 + np.arange(len(ticks))], [*table.point, *ticks], rotation=30, ha="right")
-    a.set_ylabel("SemiFL - Partially\nSupervised (points)")
-    b.set_ylabel("gap closed (%)")
-    b.legend(loc="upper left", frameon=True)
-    a.set_title("our gain (final round; seeds: mean and std)")
-    b.set_title("fraction of the Partially -> Fully Supervised gap that SemiFL closes")
-    return fig
 
 
 def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
