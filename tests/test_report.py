@@ -131,7 +131,7 @@ def test_split_table_names_columns_by_split_and_needs_two_splits_for_a_range():
     splits = pd.DataFrame({"num_supervised": [40] * 3,
                            "label": ["SemiFL | split 3", "SemiFL | split 0", "Partially Supervised | split 1"],
                            "final_acc": [60.0, 50.0, 55.0]})
-    t = report.split_table(splits).set_index("method")
+    t = load("diagnosis")["split_table"](splits).set_index("method")
     assert t.loc["SemiFL", "split 0"] == 50.0 and t.loc["SemiFL", "split 3"] == 60.0   # not by position
     assert t.loc["SemiFL", "range"] == 10.0
     assert t.loc["Partially Supervised", "range"] == "n/a"                             # one split: no spread

@@ -5,7 +5,6 @@ reads them all, confirmation (the fresh-seed confirmation of the claims the seed
 `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (
-    diagnosis_findings,
     Takeaway,
     takeaway,
 )
@@ -34,10 +33,8 @@ from .configs import (
     table5_configs,
 )
 from .figures import (
-    augmentation_grid,
     lineplot_grid,
     save_figure,
-    stage_curves,
     with_baselines,
 )
 from .paper import ABLATION_PARTITIONS
@@ -82,12 +79,8 @@ from .runs import (
     train_minutes,
 )
 from .tables import (
-    class_table,
     gap_table,
     left_out,
     mean_std,
-    split_table,
-    stage_table,
-    suspects_table,
     table1,
 )

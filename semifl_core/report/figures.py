@@ -1,8 +1,8 @@
 """Figures: their one style and width (THEME, MAX_WIDTH: new_figure starts every figure), saving them (a PNG that
-records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, the
-curves the figures draw (stages of a round, baselines copied into every panel) and the augmentation grid. The other
-curves and figures (Figure 6's pseudo-label quality, the scale study's, the few-label study's, the horizon's,
-CBAFed's) are built in the one notebook that draws them."""
+records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, and
+the centralized baselines' curves copied into every partition panel (with_baselines: Figure 2's and the learning
+curves'). The other curves and figures (Figure 6's pseudo-label quality, the scale study's, the diagnosis' stages and
+augmentation grid, the few-label study's, the horizon's, CBAFed's) are built in the one notebook that draws them."""
 from __future__ import annotations
 
 import textwrap
@@ -10,10 +10,8 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from ..config import STRONG_AUGS
 from .configs import BASELINES
 from .runs import _kernel, display_name, repo_path
-from .tables import ROUND_STAGES, instrumented_curves
 
 
 DPI = 150          # the PNG's resolution
@@ -209,41 +207,3 @@ def with_baselines(c: pd.DataFrame, partitions) -> pd.DataFrame:
     is_base = c.method.isin(BASELINES)
     base, fed = c[is_base], c[~is_base]
     return pd.concat([fed] + [base.assign(partition=p) for p in partitions], ignore_index=True)
-
-
-def stage_curves(df) -> pd.DataFrame:
-    """Long table of the instrumented runs' accuracy at each stage of a round (round, stage, value, seed, N_S)."""
-    c = instrumented_curves(df)
-    cols = [k for k, _ in ROUND_STAGES]
-    long = c.melt(id_vars=["round", "seed", "num_supervised"], value_vars=cols, var_name="stage", value_name="acc")
-    return long.assign(stage=long.stage.map(dict(ROUND_STAGES))).dropna(subset=["acc"])
-
-
-def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
-    """A figure of training images and their views (weak; the authors' strong RandAugment; FixMatch's), each draw
-    with its own random ops, and the share of strong views that come out blank (one flat colour) over 10,000
-    images per variant."""
-    import torch
-
-    from .. import augment
-    g = torch.Generator(data.x_train.device).manual_seed(seed)
-    x = data.x_train[:n_images]
-    rows = [("original", x), ("weak", augment.weak(x, data.flip, g))]
-    for variant in STRONG_AUGS:   # the authors' RandAugment, then FixMatch's
-        rows += [(f"strong ({variant}) #{d + 1}", augment.strong(x, data.flip, g, variant)) for d in range(draws)]
-    side = 6.6 / n_images   # the images' width; their row names take the rest of MAX_WIDTH
-    fig = new_figure(len(rows) * side * 1.05, layout=None)
-    axes = fig.subplots(len(rows), n_images)
-    fig.subplots_adjust(left=0.27, right=0.99, bottom=0.01, top=0.99, wspace=0.05, hspace=0.05)
-    for r, (name, imgs) in enumerate(rows):
-        for c in range(n_images):
-            ax = axes[r, c]
-            ax.imshow(imgs[c].permute(1, 2, 0).squeeze(-1).cpu().numpy(), cmap="gray", vmin=0, vmax=255)
-            ax.set_xticks([]), ax.set_yticks([])
-        axes[r, 0].set_ylabel(name, rotation=0, ha="right", va="center")
-    many = data.x_train[:10000]
-    blank = {}
-    for variant in STRONG_AUGS:
-        v = augment.strong(many, data.flip, g, variant).flatten(1)
-        blank[variant] = 100 * (v.amax(1) == v.amin(1)).float().mean().item()
-    return fig, blank
