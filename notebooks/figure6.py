@@ -55,13 +55,38 @@ print(report.runs_summary(df))
 # %% [markdown]
 # ## Pseudo-label quality per round
 
+# %% tags=["definitions"]
+import pandas as pd
+
+from semifl_core.report.configs import TABLE2_VARIANTS
+from semifl_core.report.runs import curves
+
+
+PSEUDO_METRICS = {"pseudo_acc": "Pseudo Accuracy", "threshold_acc": "Threshold Accuracy",
+                  "label_ratio": "Label Ratio"}
+PSEUDO_UNITS = {"Pseudo Accuracy": "Pseudo Accuracy (%)", "Threshold Accuracy": "Threshold Accuracy (%)",
+                "Label Ratio": "Label Ratio (fraction, 0-1)"}
+PSEUDO_BOUNDS = {"Pseudo Accuracy": (0, 100), "Threshold Accuracy": (0, 100), "Label Ratio": (0, 1)}
+
+
+def pseudo_label_curves(df) -> pd.DataFrame:
+    """Long per-round pseudo-label quality of the Table 2 variants (no baselines)."""
+    runs = df[df.method.isin(list(TABLE2_VARIANTS.values()))]
+    c = curves(runs)
+    long = c.melt(id_vars=["round", "method", "seed", "partition", "dataset", "num_supervised"],
+                  value_vars=[m for m in PSEUDO_METRICS if m in c.columns], var_name="metric",
+                  value_name="value")
+    long["metric"] = long.metric.map(PSEUDO_METRICS)
+    return long.dropna(subset=["value"])
+
+
 # %%
-long = report.pseudo_label_curves(df)
+long = pseudo_label_curves(df)
 for ds, n in pairs:
     d = long[(long.dataset == ds) & (long.num_supervised == n)]
     fig = report.lineplot_grid(
-        d, 'value', hue='method', col='partition', row='metric', ylabel=report.PSEUDO_UNITS,
-        bounds=report.PSEUDO_BOUNDS, height=3.2,
+        d, 'value', hue='method', col='partition', row='metric', ylabel=PSEUDO_UNITS,
+        bounds=PSEUDO_BOUNDS, height=3.2,
         title=f'Figure 6 ({paper.DATASET_NAMES.get(ds, ds)}, N_S={n}, profile {profile})')
     report.save_figure(fig, figures_dir, f'figure6_{ds}_{n}')
 
@@ -71,8 +96,45 @@ for ds, n in pairs:
 #
 # Written from the claims table below (so the two cannot disagree).
 
+# %% tags=["definitions"]
+from semifl_core.report import paper
+from semifl_core.report.claims import _prefix, claims as claims_table
+from semifl_core.report.paper import ABLATION_PARTITIONS
+from semifl_core.report.rule import above, every
+from semifl_core.report.tables import mean_std
+
+
+def figure6_claims(long, pairs) -> pd.DataFrame:
+    """Pseudo-label quality of full SemiFL against each other Table 2 variant, per seed averaged over the second
+    half of the rounds."""
+    items = []
+    best = TABLE2_VARIANTS[(True, True)]
+    for ds, n in pairs:
+        pre = _prefix(pairs, ds, n)
+        for part in ABLATION_PARTITIONS:
+            for metric in ("Pseudo Accuracy", "Threshold Accuracy"):
+                d = long[(long.dataset == ds) & (long.num_supervised == n) & (long.partition == part)
+                         & (long.metric == metric)]
+                claim = pre + (f"{paper.PARTITION_NAMES[part]}: {metric} (second half of rounds) is highest "
+                               "with fine-tune + global")
+                ran = long[(long.dataset == ds) & (long.num_supervised == n) & (long.partition == part)]
+                if best not in set(ran.method):
+                    items.append((claim, "not run", "full SemiFL's runs are not in the results store"))
+                    continue
+                if best not in set(d.method):
+                    items.append((claim, False,
+                                  "never defined: no pseudo-label passed the threshold in any round"))
+                    continue
+                late = d[d["round"] > d["round"].max() / 2].groupby(["method", "seed"]).value.mean()
+                per = {m: {int(s): v for s, v in late[m].items()}   # one N_S: the seed's labeled set, paired
+                       for m in late.index.get_level_values(0).unique()}
+                items.append((claim, every(above(per[best], v) for m, v in per.items() if m != best),
+                              "; ".join(f"{m}: {mean_std(v.values())}" for m, v in per.items())))
+    return claims_table(items)
+
+
 # %%
-claims = report.figure6_claims(long, pairs)
+claims = figure6_claims(long, pairs)
 report.takeaway(claims)
 
 # %% [markdown]

@@ -81,17 +81,18 @@ def test_gap_closed_pairs_each_seed_with_its_own_baselines():
 def test_the_sizing_rule_reproduces_the_small_profile():
     """docs/profiles.md: E_F = 10 epochs (batch 10) gives R = 30 rounds; N_S = the largest N_S whose
     Fully - Partially Supervised gap is at least 15 points."""
+    scale = load("scale")
     cfg = report.make("small", "fashionmnist", 100)
-    assert report.rounds_rule(cfg, 10, TRAIN_SIZE["fashionmnist"]) == 30 == cfg.rounds
-    assert report.rounds_rule(cfg, 20, TRAIN_SIZE["fashionmnist"]) == 50
+    assert scale["rounds_rule"](cfg, 10, TRAIN_SIZE["fashionmnist"]) == 30 == cfg.rounds
+    assert scale["rounds_rule"](cfg, 20, TRAIN_SIZE["fashionmnist"]) == 50
     fsl = pd.DataFrame({"label": ["N_S=100 | Fully Supervised"] * 2, "final_acc": [87.0, 87.6], "num_supervised": 100})
     psl = pd.DataFrame({"label": "x | Partially Supervised", "num_supervised": [40, 40, 100, 100, 250, 250],
                         "final_acc": [56.0, 56.2, 69.0, 70.4, 76.8, 77.0]})
-    table, ns = report.ns_rule(pd.concat([fsl, psl], ignore_index=True))
+    table, ns = scale["ns_rule"](pd.concat([fsl, psl], ignore_index=True))
     assert ns == 100 and list(table.gap) == [31.2, 17.6, 10.4]
     sizing = pd.DataFrame({"label": [f"batch 10, {e} epochs" for e in (5, 5, 10, 10, 20, 20)],
                            "final_acc": [86.84, 86.33, 87.36, 87.29, 88.03, 87.62]})
-    plateau, epochs = report.fsl_plateau(sizing, 10)
+    plateau, epochs = scale["fsl_plateau"](sizing, 10)
     assert epochs == 10 and list(plateau["gain of doubling"].iloc[:2]) == [0.74, 0.5]
 
 
@@ -130,7 +131,7 @@ def test_split_table_names_columns_by_split_and_needs_two_splits_for_a_range():
     splits = pd.DataFrame({"num_supervised": [40] * 3,
                            "label": ["SemiFL | split 3", "SemiFL | split 0", "Partially Supervised | split 1"],
                            "final_acc": [60.0, 50.0, 55.0]})
-    t = report.split_table(splits).set_index("method")
+    t = load("diagnosis")["split_table"](splits).set_index("method")
     assert t.loc["SemiFL", "split 0"] == 50.0 and t.loc["SemiFL", "split 3"] == 60.0   # not by position
     assert t.loc["SemiFL", "range"] == 10.0
     assert t.loc["Partially Supervised", "range"] == "n/a"                             # one split: no spread
@@ -318,8 +319,9 @@ def test_scale_pairs_the_gains_at_one_n_s_and_not_across_two():
                         (f"N_S={SCALE_NS[0]}", SHARED), (f"N_S={SCALE_NS[-1]}", [x + d for x, d in zip(SHARED, LEAD)])):
         rows += [dict(label=f"{point} | {label_of(m)}", seed=s, final_acc=v[s]) for s in range(3)
                  for m, v in ((SEMIFL, semi), (PARTIALLY_SUPERVISED, psl), (FULLY_SUPERVISED, [90.0] * 3))]
-    t = report.tables.scale_table(pd.DataFrame(rows))
-    c = report.scale_claims(t, report.profile("small", "fashionmnist")).set_index("claim")
+    scale = load("scale")
+    t = scale["scale_table"](pd.DataFrame(rows))
+    c = scale["scale_claims"](t, report.profile("small", "fashionmnist")).set_index("claim")
     rounds = c.loc["The gain SemiFL - Partially Supervised grows with more rounds (150 vs 30)"]
     assert rounds.verdict == "held" and "paired t" in rounds[INTERVAL]
     labels = c.loc[[k for k in c.index if "more labels" in k][0]]
@@ -338,7 +340,8 @@ def test_learning_curves_pair_a_runs_last_round_with_its_first():
     df = pd.DataFrame([dict(base, method=m, partition=p, seed=s, final_acc=SHARED[s], best_acc=SHARED[s])
                        for m in (label_of(SEMIFL), label_of(PARTIALLY_SUPERVISED)) for p in paper.PARTITIONS
                        for s in range(3)])
-    claims = report.learning_curve_claims(df, c, [("fashionmnist", 100)]).set_index("claim")
+    learning_curve_claims = load("learning_curves")["learning_curve_claims"]
+    claims = learning_curve_claims(df, c, [("fashionmnist", 100)]).set_index("claim")
     rises = claims.loc["IID: SemiFL's accuracy rises over training (last round above first)"]
     assert rises.verdict == "held" and "paired t" in rises[INTERVAL]
 

@@ -158,9 +158,10 @@ def test_gap_closed_is_a_percentage_everywhere():
     assert horizon["GAP_FINAL"].startswith("gap closed (%)") and horizon["GAP_LATE"].startswith("gap closed (%)")
     rows = [dict(label=f"N_S=100 | {label_of(m)}", seed=s, final_acc=a) for s in range(3)
             for m, a in ((SEMIFL, 85.0), (PARTIALLY_SUPERVISED, 70.0), (FULLY_SUPERVISED, 90.0))]
-    t = report.tables.scale_table(pd.DataFrame(rows))
+    scale = load("scale")                                   # the scale study's table and claims
+    t = scale["scale_table"](pd.DataFrame(rows))
     assert t["gap closed (%)"].iloc[0] == "75.0 (0.0) n=3" and list(t["_closed"].iloc[0]) == [75.0] * 3
-    claims = report.scale_claims(t.assign(point="N_S=100"), report.profile("small", "fashionmnist"))
+    claims = scale["scale_claims"](t.assign(point="N_S=100"), report.profile("small", "fashionmnist"))
     assert claims.verdict.iloc[1] == "held"                    # 75 % is above half of the gap (50, in percent)
 
 
@@ -233,8 +234,9 @@ def test_figure6_label_ratio_is_a_fraction_and_titles_do_not_overlap():
             for r in range(1, 11) for s in range(3) for m in ("SemiFL: fine-tune only", "FedAvg + FixMatch")
             for p in ("non-iid-l-2", "iid")
             for metric, v in (("Pseudo Accuracy", 80.0), ("Threshold Accuracy", 95.0), ("Label Ratio", 0.98))]
+    figure6 = load("figure6")
     fig = report.lineplot_grid(pd.DataFrame(rows), "value", hue="method", col="metric", row="partition",
-                               ylabel=report.PSEUDO_UNITS, bounds=report.PSEUDO_BOUNDS)
+                               ylabel=figure6["PSEUDO_UNITS"], bounds=figure6["PSEUDO_BOUNDS"])
     fig.canvas.draw()
     ratio = [ax for ax in fig.axes if "Label Ratio" in ax.get_title()]
     assert ratio and all("%" not in ax.get_ylabel() and "fraction" in ax.get_ylabel() for ax in ratio)

@@ -5,10 +5,6 @@ reads them all, confirmation (the fresh-seed confirmation of the claims the seed
 `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (
-    diagnosis_findings,
-    figure6_claims,
-    learning_curve_claims,
-    scale_claims,
     Takeaway,
     takeaway,
 )
@@ -26,7 +22,6 @@ from .configs import (
     feddure_runs,
     few_label_configs,
     figure2_configs,
-    fsl_sizing_configs,
     horizon_configs,
     horizon_runs,
     scale_configs,
@@ -38,14 +33,8 @@ from .configs import (
     table5_configs,
 )
 from .figures import (
-    augmentation_grid,
     lineplot_grid,
-    PSEUDO_BOUNDS,
-    pseudo_label_curves,
-    PSEUDO_UNITS,
     save_figure,
-    scale_figure,
-    stage_curves,
     with_baselines,
 )
 from .paper import ABLATION_PARTITIONS
@@ -90,17 +79,8 @@ from .runs import (
     train_minutes,
 )
 from .tables import (
-    class_table,
-    cost_table,
-    fsl_plateau,
     gap_table,
     left_out,
     mean_std,
-    ns_rule,
-    rounds_rule,
-    scale_table,
-    split_table,
-    stage_table,
-    suspects_table,
     table1,
 )

@@ -1,5 +1,7 @@
 """The runs each paper item needs, as {label: Config} per profile and (dataset, N_S): built here once, so that
-notebooks share runs (same config -> same run directory -> reused). A run's label starts with its method's label."""
+notebooks share runs (same config -> same run directory -> reused). A run's label starts with its method's label.
+Runs that only one notebook reads and no grid or campaign trains (the scale notebook's Fully Supervised sizing runs)
+are listed in that notebook."""
 from __future__ import annotations
 
 import functools
@@ -123,21 +125,6 @@ def figure2_configs(p, ds, n, rounds=None) -> dict:
         cfgs[f"{label_of(FEDAVG_FIXMATCH)}, E={e:g} | {part}"] = make(p, ds, n, rounds, partition=part,
                                                                       algorithm=FEDAVG_FIXMATCH)
     return cfgs
-
-
-# Fully Supervised trained for 5, 10 and 20 epochs with the profile's recipe (batch 10): the rule takes the shortest
-# within 0.5 points of the next. The old recipe (batch 250, which is not faster per epoch on a CPU) is shown beside.
-FSL_SIZING_EPOCHS = {"small": (5, 10, 20), "paper": (5, 10, 20), "smoke": (1, 2)}
-FSL_OLD_RECIPE = {"small": (250, (10, 20, 40))}
-
-
-def fsl_sizing_configs(p, ds) -> dict:
-    base = make(p, ds, profile(p, ds).num_supervised, algorithm=FULLY_SUPERVISED)
-    out = {f"batch {base.server_batch}, {e} epochs": base.replace(rounds=e) for e in FSL_SIZING_EPOCHS[p]}
-    if p in FSL_OLD_RECIPE:
-        batch, lengths = FSL_OLD_RECIPE[p]
-        out.update({f"batch {batch}, {e} epochs": base.replace(rounds=e, server_batch=batch) for e in lengths})
-    return out
 
 
 SCALE_NS = (40, 100, 250, 1000)

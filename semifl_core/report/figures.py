@@ -1,7 +1,8 @@
 """Figures: their one style and width (THEME, MAX_WIDTH: new_figure starts every figure), saving them (a PNG that
-records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, the
-curves the figures draw (pseudo-label quality, stages of a round, baselines copied into every panel), the scale
-study's figure and the augmentation grid."""
+records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, and
+the centralized baselines' curves copied into every partition panel (with_baselines: Figure 2's and the learning
+curves'). The other curves and figures (Figure 6's pseudo-label quality, the scale study's, the diagnosis' stages and
+augmentation grid, the few-label study's, the horizon's, CBAFed's) are built in the one notebook that draws them."""
 from __future__ import annotations
 
 import textwrap
@@ -9,12 +10,8 @@ import textwrap
 import numpy as np
 import pandas as pd
 
-from ..config import STRONG_AUGS
-from . import paper
-from .configs import BASELINES, TABLE2_VARIANTS
-from .paper import IID, NON_IID_K2
-from .runs import _kernel, curves, display_name, repo_path
-from .tables import ROUND_STAGES, instrumented_curves, paper_gap_points
+from .configs import BASELINES
+from .runs import _kernel, display_name, repo_path
 
 
 DPI = 150          # the PNG's resolution
@@ -205,92 +202,8 @@ def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: s
     return fig
 
 
-PSEUDO_METRICS = {"pseudo_acc": "Pseudo Accuracy", "threshold_acc": "Threshold Accuracy", "label_ratio": "Label Ratio"}
-PSEUDO_UNITS = {"Pseudo Accuracy": "Pseudo Accuracy (%)", "Threshold Accuracy": "Threshold Accuracy (%)",
-                "Label Ratio": "Label Ratio (fraction, 0-1)"}
-PSEUDO_BOUNDS = {"Pseudo Accuracy": (0, 100), "Threshold Accuracy": (0, 100), "Label Ratio": (0, 1)}
-
-
-def pseudo_label_curves(df) -> pd.DataFrame:
-    """Long per-round pseudo-label quality of the Table 2 variants (no baselines)."""
-    runs = df[df.method.isin(list(TABLE2_VARIANTS.values()))]
-    c = curves(runs)
-    long = c.melt(id_vars=["round", "method", "seed", "partition", "dataset", "num_supervised"],
-                  value_vars=[m for m in PSEUDO_METRICS if m in c.columns], var_name="metric", value_name="value")
-    long["metric"] = long.metric.map(PSEUDO_METRICS)
-    return long.dropna(subset=["value"])
-
-
 def with_baselines(c: pd.DataFrame, partitions) -> pd.DataFrame:
     """Copy the centralized baselines' curves into every partition panel."""
     is_base = c.method.isin(BASELINES)
     base, fed = c[is_base], c[~is_base]
     return pd.concat([fed] + [base.assign(partition=p) for p in partitions], ignore_index=True)
-
-
-def stage_curves(df) -> pd.DataFrame:
-    """Long table of the instrumented runs' accuracy at each stage of a round (round, stage, value, seed, N_S)."""
-    c = instrumented_curves(df)
-    cols = [k for k, _ in ROUND_STAGES]
-    long = c.melt(id_vars=["round", "seed", "num_supervised"], value_vars=cols, var_name="stage", value_name="acc")
-    return long.assign(stage=long.stage.map(dict(ROUND_STAGES))).dropna(subset=["acc"])
-
-
-def scale_figure(table, cfg):
-    """Top: our gain SemiFL - Partially Supervised per point (mean and seed std). Bottom: the fraction of the gap
-    closed, ours per point and the paper's per (dataset, N_S) under IID and Non-IID K=2 (each its own colour and
-    marker)."""
-    fig = new_figure(9.0)
-    a, b = fig.subplots(2, 1, gridspec_kw=dict(height_ratios=[1, 1.25]))
-    ours, iid, non_iid = colors(3)
-    x = np.arange(len(table))
-    for ax, col in ((a, "_gain"), (b, "_closed")):
-        ax.errorbar(x, [v.mean() if len(v) else np.nan for v in table[col]],
-                    yerr=[v.std() if len(v) else np.nan for v in table[col]], fmt="o", color=ours,
-                    capsize=3, label=f"ours ({paper.DATASET_NAMES.get(cfg.dataset, cfg.dataset)}, {cfg.model})")
-        ax.axhline(0, color="grey", lw=0.8)
-        ax.set_xticks(x, table.point, rotation=30, ha="right")
-    paper_pts = paper_gap_points()
-    for i, (part, color, marker) in enumerate(((IID, iid, "s"), (NON_IID_K2, non_iid, "^"))):
-        pp = paper_pts[paper_pts.partition == part]
-        xs = len(table) + 0.5 + np.arange(len(pp)) + i * 0.15
-        b.scatter(xs, pp.closed, marker=marker, color=color, label=f"paper, {paper.PARTITION_NAMES[part]}")
-    ticks = [f"paper {d} {n}" for d, n in zip(paper_pts[paper_pts.partition == IID].dataset,
-                                               paper_pts[paper_pts.partition == IID].num_supervised)]
-    b.set_xticks(np.r_[x, len(table) + 0.5 + np.arange(len(ticks))], [*table.point, *ticks], rotation=30, ha="right")
-    a.set_ylabel("SemiFL - Partially\nSupervised (points)")
-    b.set_ylabel("gap closed (%)")
-    b.legend(loc="upper left", frameon=True)
-    a.set_title("our gain (final round; seeds: mean and std)")
-    b.set_title("fraction of the Partially -> Fully Supervised gap that SemiFL closes")
-    return fig
-
-
-def augmentation_grid(data, n_images: int = 8, draws: int = 3, seed: int = 0):
-    """A figure of training images and their views (weak; the authors' strong RandAugment; FixMatch's), each draw
-    with its own random ops, and the share of strong views that come out blank (one flat colour) over 10,000
-    images per variant."""
-    import torch
-
-    from .. import augment
-    g = torch.Generator(data.x_train.device).manual_seed(seed)
-    x = data.x_train[:n_images]
-    rows = [("original", x), ("weak", augment.weak(x, data.flip, g))]
-    for variant in STRONG_AUGS:   # the authors' RandAugment, then FixMatch's
-        rows += [(f"strong ({variant}) #{d + 1}", augment.strong(x, data.flip, g, variant)) for d in range(draws)]
-    side = 6.6 / n_images   # the images' width; their row names take the rest of MAX_WIDTH
-    fig = new_figure(len(rows) * side * 1.05, layout=None)
-    axes = fig.subplots(len(rows), n_images)
-    fig.subplots_adjust(left=0.27, right=0.99, bottom=0.01, top=0.99, wspace=0.05, hspace=0.05)
-    for r, (name, imgs) in enumerate(rows):
-        for c in range(n_images):
-            ax = axes[r, c]
-            ax.imshow(imgs[c].permute(1, 2, 0).squeeze(-1).cpu().numpy(), cmap="gray", vmin=0, vmax=255)
-            ax.set_xticks([]), ax.set_yticks([])
-        axes[r, 0].set_ylabel(name, rotation=0, ha="right", va="center")
-    many = data.x_train[:10000]
-    blank = {}
-    for variant in STRONG_AUGS:
-        v = augment.strong(many, data.flip, g, variant).flatten(1)
-        blank[variant] = 100 * (v.amax(1) == v.amin(1)).float().mean().item()
-    return fig, blank

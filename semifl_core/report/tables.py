@@ -1,7 +1,7 @@
-"""One function per table that more than one notebook shows, or that a study reads (Table 1, the gap closed, the
-sizing rule, the scale study's points and cost, the diagnosis' suspects, stages, classes and splits), and the cells
-they share: runs in, a DataFrame out, with "mean (std) n=k" cells and the paper's numbers beside ours. A table only
-one notebook shows (Tables 2-5, Figure 2's) is built in that notebook."""
+"""One function per table that more than one notebook shows (Table 1, the gap closed, the paper's gap points), and
+the cells they share: runs in, a DataFrame out, with "mean (std) n=k" cells and the paper's numbers beside ours. A
+table only one notebook shows (Tables 2-5, Figure 2's, the scale study's sizing rule, points and cost, the
+diagnosis' stages, classes, suspects and splits) is built in that notebook."""
 from __future__ import annotations
 
 import math
@@ -13,10 +13,9 @@ import pandas as pd
 from ..methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FIXMATCH, FULLY_SUPERVISED, PARTIALLY_SUPERVISED,
                        SEMIFL)
 from . import paper
-from .configs import BASELINE_METHODS, BASELINES, INSTRUMENTED, SUSPECTS, label_of
+from .configs import BASELINE_METHODS, BASELINES, label_of
 from .paper import ABLATION_PARTITIONS, PARTITIONS
-from .rule import Seeded, above
-from .runs import curves, train_minutes
+from .rule import Seeded
 
 # Table 1's row for fedavg-supervised: the paper calls it HeteroFL (supervised FL with fully labeled clients).
 HETEROFL_ROW = "HeteroFL (supervised FedAvg, every client labeled)"
@@ -182,188 +181,3 @@ def _ablation_columns(row: dict, paper_by_partition: dict, paper_label: str, df,
         row[f"{pn}: {paper_label}"] = paper_cell(paper_by_partition[part])
         row[f"{pn}: this run"] = accuracy(df, ds, n, method, part)[1]
     return row
-
-
-def fsl_plateau(df, batch: int) -> tuple[pd.DataFrame, int]:
-    """Fully Supervised accuracy per recipe and training length (fsl_sizing_configs' runs), and the rule's E_F for
-    the profile's batch: the shortest length whose mean final accuracy is within 0.5 points of the next (twice as
-    long)."""
-    if df.empty:
-        return pd.DataFrame(columns=["batch", "epochs", "accuracy", "n", "gain of doubling"]), None
-    d = df.assign(batch=df.label.str.extract(r"batch (\d+)")[0].astype(int),
-                  epochs=df.label.str.extract(r"(\d+) epochs")[0].astype(int))
-    rows = []
-    for (b, e), g in d.groupby(["batch", "epochs"]):
-        rows.append({"batch": b, "epochs": e, "accuracy": mean_std(g.final_acc), "n": len(g), "_mean": g.final_acc.mean()})
-    t = pd.DataFrame(rows)
-    t["gain of doubling"] = (t.groupby("batch")._mean.shift(-1) - t._mean).round(2)   # accuracies are 0.01 steps
-    mine = t[t.batch == batch]
-    ok = mine[mine["gain of doubling"] <= 0.5]
-    chosen = int(ok.epochs.iloc[0]) if len(ok) else int(mine.epochs.iloc[-1])
-    return t.drop(columns="_mean"), chosen
-
-
-def rounds_rule(cfg, fsl_epochs: int, train_size: int) -> int:
-    """(b): the smallest multiple of 10 rounds with R * C * N_U * E >= E_F * N (client sample-epochs at least Fully
-    Supervised's), N_U = the client pool of the IID split."""
-    if fsl_epochs is None:   # no Fully Supervised sizing runs
-        return None
-    n_u = (train_size - cfg.num_supervised) // cfg.num_clients * cfg.num_clients
-    need = fsl_epochs * train_size / (cfg.active_rate * n_u * cfg.local_epochs)
-    return int(math.ceil(need / 10) * 10)
-
-
-def ns_rule(df, fsl_label=label_of(FULLY_SUPERVISED), min_gap: float = 15.0) -> tuple[pd.DataFrame, int]:
-    """(a): Partially Supervised per N_S (label 'N_S=<n> | Partially Supervised') against Fully Supervised; the rule's
-    N_S is the largest whose mean gap is at least min_gap points."""
-    partially, fully = label_of(PARTIALLY_SUPERVISED), label_of(FULLY_SUPERVISED)
-    fsl = df[df.label.str.endswith(fsl_label)].final_acc.mean()
-    psl = df[df.label.str.endswith(partially)]
-    t = psl.groupby("num_supervised").final_acc.agg(["mean", "count"]).reset_index()
-    t[partially] = [mean_std(psl[psl.num_supervised == n].final_acc) for n in t.num_supervised]
-    t[fully] = f"{fsl:.1f}"
-    t["gap"] = (fsl - t["mean"]).round(1)
-    ok = t[t.gap >= min_gap]
-    chosen = int(ok.num_supervised.max()) if len(ok) else int(t.num_supervised.min()) if len(t) else None
-    return t[["num_supervised", partially, "count", fully, "gap"]], chosen
-
-
-def scale_points(df) -> pd.DataFrame:
-    """One row per (point, seed): SemiFL, Partially and Fully Supervised final accuracy, the gain SemiFL - Partially
-    Supervised and the gap closed (%)."""
-    d = df.assign(point=df.label.str.split(" | ", regex=False).str[0],
-                  method=df.label.str.split(" | ", regex=False).str[1])
-    wide = d.pivot_table(index=["point", "seed"], columns="method", values="final_acc", sort=False)
-    semi, psl, fsl = (label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))
-    wide = wide.reindex(columns=[semi, psl, fsl]).reset_index()   # a method not run: NaN
-    wide["gain"] = wide[semi] - wide[psl]
-    wide["closed"] = gap_closed(wide[semi], wide[psl], wide[fsl])
-    return wide
-
-
-def scale_table(df) -> pd.DataFrame:
-    """Per point: SemiFL, Partially and Fully Supervised (final round, mean(std) over seeds, n), the gain
-    SemiFL - Partially Supervised and the gap closed (%, computed seed by seed), with RULE's verdict on 'SemiFL
-    above Partially Supervised'. n counts the SemiFL runs in the store."""
-    semi, psl, fsl = (label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))
-    rows = []
-    for point, g in scale_points(df).groupby("point", sort=False):
-        v = {k: g[k].dropna().to_numpy() for k in (semi, psl, fsl, "gain", "closed")}   # NaN: a run not in the store
-        by_seed = {k: dict(zip(g.seed, g[k])) for k in (semi, psl, "gain")}              # one N_S: paired by seed
-        by_seed = {k: {int(s): x for s, x in d.items() if x == x} for k, d in by_seed.items()}
-        rows.append({"point": point, "n": len(v[semi]), fsl: mean_std(v[fsl]), psl: mean_std(v[psl]),
-                     semi: mean_std(v[semi]), "SemiFL - Partially": mean_std(v["gain"]),
-                     "gap closed (%)": mean_std(v["closed"]),
-                     "SemiFL above Partially": above(by_seed[semi], by_seed[psl]),
-                     "_gain": v["gain"], "_closed": v["closed"], "_semi": v[semi], "_psl": v[psl],
-                     "_by_seed": by_seed})
-    return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi", "_psl",
-                         "_by_seed"])
-
-
-def cost_table(df) -> pd.DataFrame:
-    """Training minutes per run (train_minutes, mean over seeds) by point and method: the CPU budget, rule (4).
-    Runs trained in a sweep share the 2 cores with one other run (one thread each)."""
-    d = df.assign(point=df.label.str.split(" | ", regex=False).str[0],
-                  method=df.label.str.split(" | ", regex=False).str[1],
-                  minutes=[train_minutes(p) for p in df.path])
-    return d.pivot_table(index="point", columns="method", values="minutes", aggfunc="mean", sort=False).round(1)
-
-
-def suspects_table(df, n) -> pd.DataFrame:
-    """Each suspect's final accuracy against the instrumented profile run (same seeds), with RULE's verdict on
-    '<suspect> ends above the profile'; Partially Supervised beside."""
-    d = df[df.num_supervised == n]
-    base = seeded(d[d.label == INSTRUMENTED], "final_acc")
-    rows = []
-    for label in [INSTRUMENTED, label_of(PARTIALLY_SUPERVISED), *SUSPECTS]:
-        v = seeded(d[d.label == label], "final_acc")
-        rows.append({"N_S": n, "run": label, "n": len(v), "final accuracy": mean_std(v),
-                     "difference to profile": f"{v.mean() - base.mean():+.1f}" if len(v) and len(base) else "n/a",
-                     "above the profile": "-" if label == INSTRUMENTED else above(v, base)})
-    return pd.DataFrame(rows)
-
-
-ROUND_STAGES = [("acc_start", "global model at the start"), ("acc_client_mean", "client models (their mean accuracy)"),
-                ("acc_average", "average of the client weights"), ("acc_aggregate", "after global momentum"),
-                ("acc_finetuned", "after the server fine-tune")]
-
-
-def instrumented_curves(df) -> pd.DataFrame:
-    """Per-round metrics of the instrumented runs; a stage that never happened (no client above the threshold in
-    any round: no client models) is a column of NaN."""
-    c = curves(df[df.label == INSTRUMENTED])
-    need = [k for k, _ in ROUND_STAGES] + ["server_loss_first", "server_loss_last", "label_ratio", "threshold_acc",
-                                           "mix_acc", "round", "seed", "num_supervised"]
-    return c.reindex(columns=list(c.columns) + [k for k in need if k not in c])
-
-
-# The stages of a round as (name, accuracy after it, accuracy before it).
-STAGE_STEPS = [("client training", "acc_client_mean", "acc_start"), ("averaging", "acc_average", "acc_client_mean"),
-               ("global momentum", "acc_aggregate", "acc_average"),
-               ("server fine-tune", "acc_finetuned", "acc_aggregate")]
-
-
-def stage_halves(df):
-    """The instrumented runs' rounds grouped by (N_S, half of training)."""
-    c = instrumented_curves(df)
-    half = np.where(c["round"] <= c["round"].max() / 2, "rounds 1-T/2", "rounds T/2-T")
-    return c.assign(half=half).groupby(["num_supervised", "half"])
-
-
-def stage_change(g, after, before) -> pd.Series:
-    """Per seed, the mean change of test accuracy across one stage of a round."""
-    return (g[after] - g[before]).groupby(g.seed).mean()
-
-
-STAGE_PARTS = {"accuracy": ["N_S", "rounds", "start", *(name for name, _, _ in STAGE_STEPS)],
-               "pseudo-labels": ["N_S", "rounds", "fine-tune loss, first -> last step", "label ratio",
-                                 "threshold accuracy", "mix-label accuracy"]}
-
-
-def stage_table(df, part=None) -> pd.DataFrame:
-    """Where a round loses accuracy: the change at each stage, averaged over rounds (first half and second half of
-    training) and seeds, per N_S; then the fine-tune's loss and the pseudo-labels' measures. part: 'accuracy' or
-    'pseudo-labels' (STAGE_PARTS' columns: two tables that each fit a page) or None (all columns)."""
-    rows = []
-    for (n, h), g in stage_halves(df):
-        row = {"N_S": n, "rounds": h, "start": mean_std(g.groupby("seed").acc_start.mean())}
-        for name, after, before in STAGE_STEPS:
-            row[name] = mean_std(stage_change(g, after, before))
-        row["fine-tune loss, first -> last step"] = (f"{g.server_loss_first.mean():.2f} -> "
-                                                     f"{g.server_loss_last.mean():.2f}")
-        row["label ratio"] = f"{g.label_ratio.mean():.2f}"
-        row["threshold accuracy"] = f"{g.threshold_acc.mean():.1f}"
-        row["mix-label accuracy"] = f"{g.mix_acc.mean():.1f}"
-        rows.append(row)
-    out = _table(rows, STAGE_PARTS["accuracy"])
-    return out if part is None else out.reindex(columns=STAGE_PARTS[part])
-
-
-def class_table(df, class_names) -> pd.DataFrame:
-    """Per class, over the second half of training (instrumented runs): its share of the fix set (pseudo-labels
-    above the threshold; 10% would be balanced), and its test accuracy at the start of a round, after aggregation
-    and after the fine-tune."""
-    c = instrumented_curves(df)
-    c = c[c["round"] > c["round"].max() / 2]
-    rows = []
-    for n, g in c.groupby("num_supervised"):
-        for k, name in enumerate(class_names):
-            rows.append({"N_S": n, "class": name, "fix-set share (%)": 100 * g[f"fix_share_c{k}"].mean(),
-                         "acc at start": g[f"start_acc_c{k}"].mean(),
-                         "after aggregation": g[f"aggregate_acc_c{k}"].mean(),
-                         "after fine-tune": g[f"acc_c{k}"].mean()})
-    return pd.DataFrame(rows).round(1)
-
-
-def split_table(splits) -> pd.DataFrame:
-    """Per N_S and method: final accuracy for each split seed (the labeled-set draw alone), their mean(std) and
-    range (max - min)."""
-    d = splits.assign(method=splits.label.str.split(" | ", regex=False).str[0])
-    rows = []
-    for (n, method), g in d.groupby(["num_supervised", "method"], sort=False):
-        g = g.assign(split=g.label.str.rsplit(" ", n=1).str[-1].astype(int)).sort_values("split")
-        v = g.final_acc
-        rows.append({"N_S": n, "method": method, **{f"split {k}": round(a, 1) for k, a in zip(g.split, v)},
-                     "mean(std)": mean_std(v), "range": round(v.max() - v.min(), 1) if len(v) > 1 else "n/a"})
-    return _table(rows, ["N_S", "method", "mean(std)", "range"])
