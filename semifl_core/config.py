@@ -689,12 +689,5 @@ def profile(name: str, dataset: str | None = None, **overrides) -> Config:
     return Config.build(values).validate()
 
 
-def profiles_table():
-    """All profiles side by side as a DataFrame (paper profile for CIFAR-10, N_S=250)."""
-    import pandas as pd
-    cols = {name: profile(name).to_dict() for name in PROFILES}
-    return pd.DataFrame(cols)
-
-
 CORE_FIELDS.update(f.name for f in fields(Config) if f.name != "method_fields")
 refuse_core_clashes()   # a plugin method registered at import, before CORE_FIELDS was known

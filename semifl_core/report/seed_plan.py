@@ -15,7 +15,6 @@ later.
 """
 from __future__ import annotations
 
-import functools
 import sys
 from dataclasses import dataclass, field
 
@@ -88,26 +87,6 @@ def claims(results_dir=None) -> list[Claim]:
             c.verdict, c.interval = j.verdict, j.interval()
             c.m = sum(1 for x in fam if x.values[0] and x.values[1])
     return out
-
-
-@functools.lru_cache(maxsize=4)
-def _planned(results_dir=None) -> dict:
-    """{(a's key, b's key) at seed 0: the seeds its claim is judged at} for every claim the plan queued."""
-    cs, _ = plan(results_dir)
-    return {(c.a.replace(seed=0).key(), c.b.replace(seed=0).key()): tuple(range(c.seeds))
-            for c in cs if c.runs and not c.over_budget}
-
-
-def planned_seeds(a: Config, b: Config, results_dir=None) -> tuple:
-    """The seeds a claim 'a above b' is judged at: PLANNED_FROM, its exploration, for every claim. The seeds this plan
-    added were chosen after seeds 0-2 had been seen, so they cannot decide it: a claim the plan decided is decided by
-    its confirmation on fresh seeds (report.confirmation), which its notebook and the README show beside it."""
-    return PLANNED_FROM
-
-
-def added_seeds(a: Config, b: Config, results_dir=None) -> tuple:
-    """The seeds the plan gave a claim 'a above b' (0 to n-1; PLANNED_FROM where it gave none): its runs, committed."""
-    return _planned(results_dir).get((a.replace(seed=0).key(), b.replace(seed=0).key()), PLANNED_FROM)
 
 
 def _asks(c: Claim) -> bool:
