@@ -84,15 +84,15 @@ def part3_gate_table(gates: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
 def part3_long_plan(gate: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
     """The `long` cells part 3 trains, from its gate table (part3_gate_table), as (remedy, partitions), remedy by
     remedy: the fewer-steps remedies at Non-IID K=2 regardless of their gate, and every remedy whose gate passed at
-    Non-IID K=2 and Dir(0.1). The campaign trains this plan and the notebook asks for it: a remedy whose gate failed
-    has no `long` runs to wait for."""
+    Non-IID K=2 and Dir(0.1). The notebook asks for this plan (so its campaign queues it): a remedy whose gate
+    failed has no `long` runs to wait for."""
     passed = {r for r in PART3_REMEDIES if str(gate.loc[r, "gate"]).startswith("passed")}
     plan = [(r, PART3_LONG_PARTITIONS if r in passed else (SKEW_PARTITION,)) for r in PART3_LONG_REGARDLESS]
     return plan + [(r, PART3_LONG_PARTITIONS) for r in PART3_REMEDIES if r in passed and r not in PART3_LONG_REGARDLESS]
 
 
 def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
-    """part3_gate_table on the committed runs, seeds 0-2 (what the campaign plans its `long` runs from): a remedy's
+    """part3_gate_table on the committed runs, seeds 0-2 (what the notebook plans its `long` runs from): a remedy's
     gate reads 'not run' until its three gate runs are in. Read with stored_runs (quiet: in a notebook run_all's store
     lines would count the gate's runs a second time in the README's run count)."""
     gates = pd.concat([stored_runs(configs.label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
