@@ -201,9 +201,9 @@ def test_paper_numbers_are_keyed_by_method_name():
 
 
 def test_report_modules_import_in_one_direction():
-    """runs -> configs -> seed_plan / tables / figures -> claims / confirmation -> readme and a study's own module (label_skew) (paper
+    """runs -> configs -> tables / figures -> claims / confirmation -> readme and a study's own module (label_skew) (paper
     and rule below all, and notebook_files, which imports none of them): no module imports one above it."""
-    layer = {"paper": 0, "rule": 0, "notebook_files": 0, "runs": 1, "configs": 2, "seed_plan": 3, "tables": 3,
+    layer = {"paper": 0, "rule": 0, "notebook_files": 0, "runs": 1, "configs": 2, "tables": 3,
              "figures": 4, "claims": 4, "confirmation": 4, "readme": 5,
              "label_skew": 5}
     folder = Path(report.__file__).parent

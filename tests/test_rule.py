@@ -81,31 +81,14 @@ def test_holm_on_a_textbook_family():
     assert [j.verdict for j in fam] == ["held", "not run", "held"]
 
 
-def test_seeds_to_decide_the_planning_rule():
-    d = np.subtract(list(E1.values()), list(PSL.values()))
-    assert R.seeds_to_decide(d, m=1) == 3          # already decided at three seeds
-    assert R.seeds_to_decide(d, m=6) == 5          # the family of six (label_skew's `long` table)
-    assert R.seeds_to_decide([0.1, 5.3, 1.5], m=6, cap=8) is None     # FedVLS against Partially Supervised
-    n = R.seeds_to_decide(d, m=6)
-    t = stats.t.ppf(1 - 0.05 / 6 / 2, n - 1) * d.std(ddof=1) / np.sqrt(n)
-    t_before = stats.t.ppf(1 - 0.05 / 6 / 2, n - 2) * d.std(ddof=1) / np.sqrt(n - 1)
-    assert t < abs(d.mean()) <= t_before
-
-
-def test_the_seed_plan_is_the_one_docs_verdicts_shows_and_its_queue_keeps_its_rules():
-    from pathlib import Path
-
-    from semifl_core.report import seed_plan
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "verdicts.md").read_text()
-    assert seed_plan.table() in doc, "docs/verdicts.md's plan is not what python -m semifl_core.report.seed_plan prints"
-    cs, order = seed_plan.plan()
-    assert sum(1 for _, r in order if r.rounds >= 300) <= seed_plan.LONG_BUDGET
-    keys = [r.key() for _, r in order]
-    assert len(keys) == len(set(keys)) and all(r.seed >= 3 for _, r in order)
-    for c in cs:   # every arm of a queued claim at the same seeds, 3 to its planned n - 1
-        if c.runs and not c.over_budget:
-            for arm in (c.a, c.b):
-                assert {r.seed for _, r in order if r.key() in {arm.replace(seed=s).key() for s in range(10)}} \
-                    >= set(range(3, c.seeds))
-        if c.seeds is not None:
-            assert c.seeds <= seed_plan.CAP[c.length]
+def test_the_exploration_reads_seeds_0_to_2_only_though_the_store_holds_more():
+    """The seeds added after the exploration was seen (3 and above) are committed but decide nothing."""
+    from semifl_core.report import confirmation as K
+    from semifl_core.report.runs import final_accs
+    cs = {c.name: c for c in K.exploration()}
+    for name, _ in K.CANDIDATES:
+        assert name in cs
+    c = cs["SemiFL above Partially Supervised, R=300, IID"]
+    assert set(final_accs(c.a, range(10))) > set(K.EXPLORED)   # seeds 3-5 are in the store
+    for c in cs.values():
+        assert set(c.values[0]) <= set(K.EXPLORED) and set(c.values[1]) <= set(K.EXPLORED)

@@ -1,8 +1,8 @@
 """What the notebooks share, by job: runs (configs per profile, running them, reading them back), configs (the runs of
 each paper item), paper (the paper's numbers), tables, figures, rule (verdicts) and claims. Data flows
 runs -> configs -> tables / figures -> claims; readme (README.md's headline table, from results/ and the confirmation)
-reads them all, confirmation (the fresh-seed confirmation of the claims the seed plan decided) judges its claims, and so does label_skew (the label-skew study, imported by its notebook as
-`report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
+reads them all; confirmation judges the claims the README answers (the exploration at seeds 0-2, the
+confirmation on fresh seeds), and label_skew the label-skew study (imported by its notebook as `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (
     Takeaway,

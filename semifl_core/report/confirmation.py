@@ -34,16 +34,20 @@ import numpy as np
 from scipy import stats
 
 from ..config import Config
-from ..methods import PARTIALLY_SUPERVISED
+from ..methods import PARTIALLY_SUPERVISED, SEMIFL
+from . import configs as C
+from .paper import PARTITION_NAMES
 from .rule import ALPHA, Judged, holm, lower_end, paired, upper_end
 from .runs import final_accs, repo_path
+
+EXPLORED = (0, 1, 2)             # the seeds every study planned from: the exploration
 
 FRESH = tuple(range(100, 108))   # seeds no committed run had when the plan was written (0-7 had been used)
 CAP = 8                          # most fresh seeds a claim may get
 LONG_CAP = 32                    # most runs of 300 rounds the plan may queue (about 30: 8 seeds x 2 arms x 2 claims)
 POWER = 0.8                      # the chance, at the sized effect, that the interval lies on the claimed side
 SAFEGUARD = 0.6                  # the effect sized for: the lower end of this two-sided interval of the mean
-CANDIDATES = (                   # (claim, side): +1 'a above b' as seed_plan names it, -1 its reverse
+CANDIDATES = (                   # (claim, side): +1 'a above b' as `exploration` names it, -1 its reverse
     ("SemiFL above Partially Supervised, R=300, IID", +1),
     ("SemiFL + one local epoch (E=1) above SemiFL's fixed rule, `long`, Non-IID, K=2", +1),
     ("SemiFL + no global momentum above Partially Supervised, `long`, Non-IID, K=2", +1),
@@ -52,6 +56,50 @@ CANDIDATES = (                   # (claim, side): +1 'a above b' as seed_plan na
     ("SemiFL, client-adaptive rule above Partially Supervised, R=30, Non-IID, K=2", -1),
 )
 FAMILY = "the confirmation"
+
+
+@dataclass
+class Claim:
+    """A claim the exploration judged: 'a above b' at seeds EXPLORED, in its family (the claims of one table that
+    share a baseline, Holm over them): `values` ({seed: final accuracy} of a and b), its verdict and interval."""
+    name: str
+    family: str
+    a: Config
+    b: Config
+    values: tuple = (dict(), dict())
+    verdict: str = ""
+    interval: str = ""
+
+
+def exploration(results_dir=None) -> list[Claim]:
+    """The claims the README answers and the label-skew `long` claims at Non-IID K=2, judged at seeds EXPLORED, families
+    in table order. The seeds these claims were later given after their exploration had been seen (3 and above) stay
+    committed as data and decide nothing (docs/verdicts.md, "What the seeds were for")."""
+    out = []
+    for r in C.headline_configs(results_dir):
+        fam = f"README headline, {r['study']}" + (f", {r['method']}" if r["study"] == "few labels" else "")
+        c = Claim(f"{r['method']} above Partially Supervised, R={r['R']}, {PARTITION_NAMES[r['partition']]}", fam,
+                  r["cfg_a"], r["cfg_psl"])
+        if r["study"] != "few labels" or r["R"] == 30 or final_accs(c.a, EXPLORED, results_dir):
+            out.append(c)
+    judges = C.label_skew_judges("long", "fashionmnist", 100, tuple(C.PART3_NAMES))
+    psl = judges[C.label_of(PARTIALLY_SUPERVISED)]
+    for base in ("Partially Supervised", "SemiFL's fixed rule"):
+        for remedy in C.PART3_REMEDIES:
+            for part, cfg in zip(C.PART3_NAMES, C.label_skew_long_configs("long", "fashionmnist", 100, remedy,
+                                                                        tuple(C.PART3_NAMES)).values()):
+                b = psl if base == "Partially Supervised" else judges[f"{C.label_of(SEMIFL)} | {part}"]
+                out.append(Claim(f"SemiFL + {remedy} above {base}, `long`, {C.PART3_NAMES[part]}",
+                                 f"label_skew `long`, vs {base}", cfg, b))
+    families = {}
+    for c in out:
+        c.values = (final_accs(c.a, EXPLORED, results_dir), final_accs(c.b, EXPLORED, results_dir))
+        families.setdefault(c.family, []).append(c)
+    for fam in families.values():
+        for c, j in zip(fam, holm([paired(*c.values, c.name) for c in fam])):
+            c.verdict, c.interval = j.verdict, j.interval()
+    return out
+
 
 
 def plan_file(results_dir=None):
@@ -87,8 +135,7 @@ def sized(diffs, m: int) -> tuple[float, float, int | None]:
 
 def compute_plan(results_dir=None) -> dict:
     """The plan from the committed runs (the exploration seeds each claim has), as PLAN_FILE holds it."""
-    from .seed_plan import claims
-    by_name = {c.name: c for c in claims(results_dir)}
+    by_name = {c.name: c for c in exploration(results_dir)}
     rows = []
     for name, side in CANDIDATES:
         c = by_name[name]
@@ -257,7 +304,7 @@ def verdicts(results_dir=None, plan=None) -> list[Confirmation]:
 
 
 def _explored(c, side: int) -> str:
-    """The seed plan's reading of a claim at seeds 0-2 (its exploration family's Holm), on the claimed side."""
+    """The exploration's reading of a claim at seeds 0-2 (its family's Holm), on the claimed side."""
     if c.verdict not in ("held", "not held", "within noise"):
         return c.verdict
     lo, hi, diff = lower_end(c.interval), upper_end(c.interval), float(c.interval.split(" [")[0])
@@ -275,15 +322,14 @@ CLAIMS_COLUMNS = ["claim", "a", "b", "exploration: seeds 0-2", "confirmation: fr
 
 
 def final_words(names, results_dir=None):
-    """One row per seed-plan claim in `names` (its exact name, in that order), from the runs in results_dir: both arms
+    """One row per exploration claim in `names` (its exact name, in that order), from the runs in results_dir: both arms
     at seeds 0-2, the exploration's reading, the confirmation on fresh seeds alone (where the plan gave the claim some)
     and the final word: the confirmation's for a claim given seeds after seeds 0-2 were seen, else the exploration's.
     Differences are on the claim's side (positive: as claimed). A store without a plan of its own (one's own runs)
     is judged by the committed plan."""
     import pandas as pd
-    from .seed_plan import claims
     from .tables import mean_std
-    by_name = {c.name: c for c in claims(results_dir)}
+    by_name = {c.name: c for c in exploration(results_dir)}
     fixed = load_plan(results_dir if plan_file(results_dir).exists() else None)
     plan = {r["seed_plan_name"]: (r, c) for r, c in zip(fixed["claims"], verdicts(results_dir, fixed))}
     rows = []

@@ -2,8 +2,7 @@
 
 The rule (RULE): the difference of the two arms with a 95 % interval, paired by seed where the arms share each seed's
 draws (`paired`), Welch's interval where they do not (`welch`), a one-sample interval against a paper's number
-(`versus`), Holm's correction over a family of claims that share a baseline (`holm`, `family`), and the rule that
-plans how many seeds a claim gets (`seeds_to_decide`). The claims tables call `above`, `at_least`, `not_worse` and
+(`versus`), Holm's correction over a family of claims that share a baseline (`holm`, `family`). The claims tables call `above`, `at_least`, `not_worse` and
 `every`: each returns a Verdict, the verdict's text ("held", "not held", "within noise", or why there is none) that also
 carries its interval.
 
@@ -194,19 +193,6 @@ def and_list(items) -> str:
     """['a', 'b', 'c'] -> 'a, b and c' (one item: itself)."""
     items = list(items)
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-def seeds_to_decide(diffs, m: int = 1, cap: int = 10) -> int | None:
-    """The planning rule (docs/verdicts.md): the fewest seeds n (at least MIN_SEEDS, at most `cap`) at which the
-    observed per-seed differences `diffs` would be decided, if their mean and standard deviation stayed as observed,
-    by an interval at the family's strictest level 1 - ALPHA / m (Holm's first step; a claim decided there is
-    decided by Holm too); None when even `cap` seeds would not do."""
-    d = np.asarray(diffs, float)
-    mean, sd = abs(d.mean()), d.std(ddof=1)
-    for n in range(MIN_SEEDS, cap + 1):
-        if float(stats.t.ppf(1 - ALPHA / m / 2, n - 1)) * sd / np.sqrt(n) < mean:
-            return n
-    return None
 
 
 def _seeds(d: dict) -> str:
