@@ -74,7 +74,7 @@ class Claim:
 def exploration(results_dir=None) -> list[Claim]:
     """The claims the README answers and the label-skew `long` claims at Non-IID K=2, judged at seeds EXPLORED, families
     in table order. The seeds these claims were later given after their exploration had been seen (3 and above) stay
-    committed as data and decide nothing (docs/verdicts.md, "What the seeds were for")."""
+    committed as data and decide nothing (docs/verdicts.md, "The confirmation")."""
     out = []
     for r in C.headline_configs(results_dir):
         fam = f"README headline, {r['study']}" + (f", {r['method']}" if r["study"] == "few labels" else "")
