@@ -116,7 +116,7 @@ report.save_figure(fig, figures_dir, f'diagnosis_stages_{pairs[0][0]}')
 # %% tags=["definitions"]
 import numpy as np
 
-from semifl_core.report.tables import _table, mean_std
+from semifl_core.report.tables import rows_frame, mean_std
 
 
 # The stages of a round as (name, accuracy after it, accuracy before it).
@@ -158,7 +158,7 @@ def stage_table(df, part=None) -> pd.DataFrame:
         row["threshold accuracy"] = f"{g.threshold_acc.mean():.1f}"
         row["mix-label accuracy"] = f"{g.mix_acc.mean():.1f}"
         rows.append(row)
-    out = _table(rows, STAGE_PARTS["accuracy"])
+    out = rows_frame(rows, STAGE_PARTS["accuracy"])
     return out if part is None else out.reindex(columns=STAGE_PARTS[part])
 
 
@@ -243,7 +243,7 @@ def split_table(splits) -> pd.DataFrame:
         v = g.final_acc
         rows.append({"N_S": n, "method": method, **{f"split {k}": round(a, 1) for k, a in zip(g.split, v)},
                      "mean(std)": mean_std(v), "range": round(v.max() - v.min(), 1) if len(v) > 1 else "n/a"})
-    return _table(rows, ["N_S", "method", "mean(std)", "range"])
+    return rows_frame(rows, ["N_S", "method", "mean(std)", "range"])
 
 
 # %% tags=["nbval-check-output"]

@@ -81,11 +81,11 @@ import pandas as pd
 
 from semifl_core.methods import FEDAVG_FIXMATCH, PARTIALLY_SUPERVISED
 from semifl_core.report import paper
-from semifl_core.report.claims import FINAL, _prefix, claims as claims_table
+from semifl_core.report.claims import FINAL, pair_prefix, claims as claims_table
 from semifl_core.report.configs import BASELINES, label_of
 from semifl_core.report.paper import ABLATION_PARTITIONS
 from semifl_core.report.rule import above
-from semifl_core.report.tables import _table, accuracy, mean_std
+from semifl_core.report.tables import rows_frame, accuracy, mean_std
 
 
 def figure2_table(df, metric: str = "best_acc") -> pd.DataFrame:
@@ -99,7 +99,7 @@ def figure2_table(df, metric: str = "best_acc") -> pd.DataFrame:
             at = g if method in BASELINES else g[g.partition == part]
             row[paper.PARTITION_NAMES[part]] = mean_std(at.sort_values("seed")[metric])
         rows.append(row)
-    out = _table(rows, ["data", "method", *(paper.PARTITION_NAMES[p] for p in ABLATION_PARTITIONS)])
+    out = rows_frame(rows, ["data", "method", *(paper.PARTITION_NAMES[p] for p in ABLATION_PARTITIONS)])
     return out if out["data"].nunique() > 1 else out.drop(columns="data")
 
 
@@ -109,7 +109,7 @@ def figure2_claims(df, pairs) -> pd.DataFrame:
     round."""
     items = []
     for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
+        pre = pair_prefix(pairs, ds, n)
         part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED), metric=FINAL)
         fix = label_of(FEDAVG_FIXMATCH)   # figure2_configs' labels: "{fix}, 1 local step", "{fix}, E=<E>"
         one = next((m for m in df.method.unique() if "1 local step" in m), f"{fix}, 1 local step")

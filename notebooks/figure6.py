@@ -98,7 +98,7 @@ for ds, n in pairs:
 
 # %% tags=["definitions"]
 from semifl_core.report import paper
-from semifl_core.report.claims import _prefix, claims as claims_table
+from semifl_core.report.claims import pair_prefix, claims as claims_table
 from semifl_core.report.paper import ABLATION_PARTITIONS
 from semifl_core.report.rule import above, every
 from semifl_core.report.tables import mean_std
@@ -110,7 +110,7 @@ def figure6_claims(long, pairs) -> pd.DataFrame:
     items = []
     best = TABLE2_VARIANTS[(True, True)]
     for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
+        pre = pair_prefix(pairs, ds, n)
         for part in ABLATION_PARTITIONS:
             for metric in ("Pseudo Accuracy", "Threshold Accuracy"):
                 d = long[(long.dataset == ds) & (long.num_supervised == n) & (long.partition == part)

@@ -79,7 +79,7 @@ import pandas as pd
 
 from semifl_core.methods import PARTIALLY_SUPERVISED, SEMIFL
 from semifl_core.report import paper
-from semifl_core.report.claims import _prefix, claims as claims_table
+from semifl_core.report.claims import pair_prefix, claims as claims_table
 from semifl_core.report.configs import label_of
 from semifl_core.report.paper import PARTITIONS
 from semifl_core.report.rule import above
@@ -91,7 +91,7 @@ def learning_curve_claims(df, c, pairs) -> pd.DataFrame:
     round against their first, paired by seed) and SemiFL ends above Partially Supervised (final round)."""
     items = []
     for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
+        pre = pair_prefix(pairs, ds, n)
         part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED), metric="final_acc")
         for p in PARTITIONS:
             d = c[(c.dataset == ds) & (c.num_supervised == n) & (c.method == label_of(SEMIFL))

@@ -194,7 +194,7 @@ cost_table(df)
 # %% tags=["definitions"]
 from semifl_core.methods import SEMIFL
 from semifl_core.report.rule import above
-from semifl_core.report.tables import _table, gap_closed
+from semifl_core.report.tables import rows_frame, gap_closed
 
 
 def scale_points(df) -> pd.DataFrame:
@@ -227,7 +227,7 @@ def scale_table(df) -> pd.DataFrame:
                      "SemiFL above Partially": above(by_seed[semi], by_seed[psl]),
                      "_gain": v["gain"], "_closed": v["closed"], "_semi": v[semi], "_psl": v[psl],
                      "_by_seed": by_seed})
-    return _table(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi",
+    return rows_frame(rows, ["point", "n", "SemiFL - Partially", "gap closed (%)", "_gain", "_closed", "_semi",
                          "_psl", "_by_seed"])
 
 

@@ -72,7 +72,7 @@ import pandas as pd
 from semifl_core.methods import (FEDAVG_FIXMATCH, FEDAVG_SUPERVISED, FULLY_SUPERVISED, METHODS,
                                  PARTIALLY_SUPERVISED, SEMIFL)
 from semifl_core.report import paper
-from semifl_core.report.claims import _prefix, claims as claims_table
+from semifl_core.report.claims import pair_prefix, claims as claims_table
 from semifl_core.report.configs import label_of
 from semifl_core.report.paper import IID, NON_IID_K2, PARTITIONS
 from semifl_core.report.rule import above, every
@@ -97,7 +97,7 @@ def table1_claims(df, pairs, methods=()) -> pd.DataFrame:
     Partially Supervised and SemiFL (under every partition, if federated)."""
     items = []
     for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
+        pre = pair_prefix(pairs, ds, n)
         acc = lambda m, p=None: accuracy(df, ds, n, m, p, "final_acc")
         semi, fix, het = ({p: acc(label_of(m), p) for p in PARTITIONS} for m in (SEMIFL, FEDAVG_FIXMATCH,
                                                                                  FEDAVG_SUPERVISED))

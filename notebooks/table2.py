@@ -128,7 +128,7 @@ for ds, n in pairs:
 
 # %% tags=["definitions"]
 from semifl_core.methods import PARTIALLY_SUPERVISED
-from semifl_core.report.claims import FINAL, _prefix, claims as claims_table
+from semifl_core.report.claims import FINAL, pair_prefix, claims as claims_table
 from semifl_core.report.rule import above, every
 
 
@@ -136,7 +136,7 @@ def table2_claims(df, pairs) -> pd.DataFrame:
     """Table 2's claims, per (dataset, N_S) pair and ablation partition, judged at the final round."""
     items = []
     for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
+        pre = pair_prefix(pairs, ds, n)
         part = accuracy(df, ds, n, label_of(PARTIALLY_SUPERVISED), metric=FINAL)
         for p in ABLATION_PARTITIONS:
             a = {k: accuracy(df, ds, n, v, p, FINAL) for k, v in TABLE2_VARIANTS.items()}

@@ -63,7 +63,7 @@ print(report.runs_summary(df))
 import pandas as pd
 
 from semifl_core.report import paper
-from semifl_core.report.claims import FINAL, _prefix, claims as claims_table
+from semifl_core.report.claims import FINAL, pair_prefix, claims as claims_table
 from semifl_core.report.paper import ABLATION_PARTITIONS
 from semifl_core.report.rule import not_worse
 from semifl_core.report.tables import mean_std, paper_cell, seeded, select
@@ -97,7 +97,7 @@ def table3_claims(df, pairs) -> pd.DataFrame:
             evidence = f"server {mean_std(s)} vs all {mean_std(a)}"
             claim = (f"{paper.PARTITION_NAMES[part]}: sBN statistics from the server only are not worse than "
                      "from server and clients (final round)")
-            items.append((_prefix(pairs, ds, n) + claim, not_worse(s, a), evidence))
+            items.append((pair_prefix(pairs, ds, n) + claim, not_worse(s, a), evidence))
     return claims_table(items)
 
 

@@ -107,7 +107,7 @@ for ds, n in pairs:
 # Per partition, three claims on the final round, each the full row (E, beta_g, mixup all as the profile's) against the row that changes one of them, by `above` (`semifl_core/report/rule.py`).
 
 # %% tags=["definitions"]
-from semifl_core.report.claims import FINAL, _prefix, claims as claims_table
+from semifl_core.report.claims import FINAL, pair_prefix, claims as claims_table
 from semifl_core.report.paper import ABLATION_PARTITIONS
 from semifl_core.report.rule import above
 from semifl_core.report.tables import accuracy
@@ -118,7 +118,7 @@ def table5_claims(df, p, pairs) -> pd.DataFrame:
     fewer local epochs hurt, the mix loss helps, global momentum helps."""
     items = []
     for ds, n in pairs:
-        pre = _prefix(pairs, ds, n)
+        pre = pair_prefix(pairs, ds, n)
         labels = [table5_label(*row) for row in table5_rows(p, ds, n)]
         low_e, no_mix, no_mom, full = labels
         for part in ABLATION_PARTITIONS:

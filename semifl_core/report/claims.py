@@ -58,6 +58,6 @@ def takeaway(table: pd.DataFrame) -> Takeaway:
     return Takeaway("\n".join(lines))
 
 
-def _prefix(pairs, ds, n):
+def pair_prefix(pairs, ds, n):
     """'[dataset, N_S=n] ' before a claim when the notebook shows several (dataset, N_S) pairs."""
     return f"[{paper.DATASET_NAMES.get(ds, ds)}, N_S={n}] " if len(pairs) > 1 else ""

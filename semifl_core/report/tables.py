@@ -59,7 +59,7 @@ def side_by_side(rows: list[dict], paper_label: str, ours_label: str = "this run
     return out.rename(columns={"paper": paper_label, "ours": ours_label})
 
 
-def _table(rows: list[dict], columns: list[str]) -> pd.DataFrame:
+def rows_frame(rows: list[dict], columns: list[str]) -> pd.DataFrame:
     """DataFrame(rows); with no rows (no runs), an empty frame that still has the columns callers select on."""
     return pd.DataFrame(rows) if rows else pd.DataFrame(columns=columns)
 
