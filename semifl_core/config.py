@@ -22,11 +22,6 @@ labels_at              where the labels are: server (SemiFL), clients (FedDure: 
                        per class at every client, spread by labeled_partition), one-client
 labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition) =
                        (IID,IID), (IID,DIR), (DIR,DIR)
-cbafed_warmup          CBAFed's warm-up: the first W rounds train the labeled client alone
-cbafed_variant         CBAFed as its paper describes it ("paper") or as its code runs ("code")
-cbafed_labeled         CBAFed's labeled client: client_labels of each class ("balanced", our
-                       small variant) or its share of one Dirichlet draw over all the clients
-                       ("dirichlet", as CBAFed's released code draws it)
 pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau,
                        or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2),
                        global-adaptive (FreeMatch over the round's clients)
@@ -55,7 +50,7 @@ import re
 from dataclasses import dataclass, fields
 
 from .errors import ConfigError  # noqa: F401  (defined at the bottom, so that engine can raise it too)
-from .methods import (CBAFED, CBAFED_LOWER, CBAFED_METHODS, CBAFED_UPPER, CORE_FIELDS, FEDAVG_FIXMATCH, FL2, METHODS,
+from .methods import (CORE_FIELDS, FEDAVG_FIXMATCH, FL2, METHODS,
                       ONE_CLIENT, PLACEMENTS, SEMIFL, SERVER, check_plugins, fields_of, refuse_core_clashes)
 from .methods.pseudo_labels import ALL_RULES as PSEUDO_LABEL_RULES
 
@@ -69,7 +64,6 @@ MODELS = ("wrn28x2", "wrn28x8", "cnn", "cnn-w2", "resnet9")
 NORMS = ("sbn", "gn", "bn")
 ENGINES = ("auto", "vectorized", "sequential")
 STRONG_AUGS = ("semifl", "fixmatch")
-CBAFED_LABELED = ("balanced", "dirichlet")   # Config.cbafed_labeled (partition.make_split draws them)
 PROFILES = ("paper", "small", "long", "smoke")
 CLIENT_STREAM_METHODS = (SEMIFL, FEDAVG_FIXMATCH)   # their round is semifl_round, which draws per-client streams
 
@@ -162,10 +156,6 @@ class Config:
                                          # client 0), FedDure's 5
     labeled_partition: str = "iid"       # how the clients' labeled images are spread: iid (exactly client_labels
                                          # per class each) | dir-ALPHA (the pool split by Dirichlet(ALPHA))
-    # CBAFed (methods/cbafed.py)
-    cbafed_warmup: int = 0               # W: the first W rounds train the labeled client alone (its paper: 501)
-    cbafed_variant: str = "paper"        # paper: its paper's rules | code: what its released code runs
-    cbafed_labeled: str = "balanced"     # client 0's labeled set: balanced (client_labels of each class) | dirichlet
                                          # (its share of the partition's Dirichlet over all clients: partition.py)
     # randomness of a round: "round" draws every client's pseudo-labeling view, fix/mix draws, batch plans and
     # augmentations from the round's one stream (seed, r), in turn; "client" gives client c its own (seed, r, c), so
@@ -235,8 +225,7 @@ class Config:
                               ("round_order", ("code", "paper")), ("rng_streams", ("round", "client")),
                               ("mix_draws", ("set", "per-read")), ("shear_resample", ("nearest", "bilinear")),
                               ("cutout_size", ("scaled", "fixed")),
-                              ("precision", ("fp32", "bf16")),
-                              ("cbafed_labeled", CBAFED_LABELED)):
+                              ("precision", ("fp32", "bf16"))):
             if getattr(self, name) not in choices:
                 close = difflib.get_close_matches(str(getattr(self, name)), choices, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else ""
@@ -263,9 +252,8 @@ class Config:
             bad("partition", "allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
         if not isinstance(self.labeled_partition, str):
             bad("labeled_partition", "allowed are 'iid', 'dir-ALPHA'")
-        for name, choices in (("labels_at", PLACEMENTS), ("cbafed_variant", ("paper", "code"))):
-            if getattr(self, name) not in choices:
-                bad(name, f"allowed are {', '.join(choices)}")
+        if self.labels_at not in PLACEMENTS:
+            bad("labels_at", f"allowed are {', '.join(PLACEMENTS)}")
         declared = fields_of(self.algorithm)
         for name, value in self.method_fields:
             if name not in declared:
@@ -273,6 +261,8 @@ class Config:
                                      f"{', '.join(sorted(declared)) or 'none'})")
             if why := declared[name].problem(value):
                 raise ConfigError(f"{name}={value!r}: {why} ({self.algorithm}'s own field: {declared[name].help})")
+        if why := self.method.problem(self):   # the method's own checks across fields (Method.check)
+            raise ConfigError(why)
         if self.rng_streams == "client" and self.method.family not in CLIENT_STREAM_METHODS:
             bad("rng_streams", f"'client' streams are drawn by {' and '.join(CLIENT_STREAM_METHODS)} only (the "
                                f"methods the Flower app runs); {self.algorithm} draws one stream per round")
@@ -335,22 +325,6 @@ class Config:
         if self.ntd_tau != 1 and self.ntd_beta == 0:
             bad("ntd_tau", "sets the temperature of the not-true distillation, which is off (ntd_beta=0): leave it at 1 "
                            "or set ntd_beta > 0")
-        if self.cbafed_variant != "paper" and self.algorithm not in (CBAFED, CBAFED_LOWER, CBAFED_UPPER):
-            bad("cbafed_variant", f"chooses how CBAFed and its bounds run ({CBAFED}, {CBAFED_LOWER}, {CBAFED_UPPER}); "
-                                  f"{self.algorithm} has no released-code variant of CBAFed's: use 'paper'")
-        if isinstance(self.cbafed_warmup, bool) or not isinstance(self.cbafed_warmup, int) \
-                or not 0 <= self.cbafed_warmup < self.rounds:
-            bad("cbafed_warmup", f"must be an integer from 0 to rounds - 1 ({self.rounds - 1}): the warm-up rounds "
-                                 "come first, and at least one federated round after them")
-        if self.cbafed_labeled != "balanced":
-            if self.algorithm not in CBAFED_METHODS:
-                bad("cbafed_labeled", f"draws CBAFed's labeled client, which only its rows "
-                                      f"({', '.join(CBAFED_METHODS)}) have; {self.algorithm} has none: use 'balanced'")
-            if self.partition_kind[0] != "dir":
-                bad("cbafed_labeled", f"'{self.cbafed_labeled}' cuts the whole training set over the clients by the "
-                                      f"partition's Dirichlet: partition must be 'dir-ALPHA', not {self.partition!r}")
-        if self.algorithm in CBAFED_METHODS and not 0 < self.threshold <= 1:
-            bad("threshold", f"must be in (0, 1] for {self.algorithm} (tau_h, the upper bound of its class thresholds)")
         if self.labels_at not in self.method.placements:
             bad("labels_at", f"{self.algorithm} runs with labels at {' or '.join(self.method.placements)} only"
                              + (f": {self.method.why_not}" if self.method.why_not else ""))

@@ -108,26 +108,13 @@ class Split(NamedTuple):
     labeled: list           # per client: its labeled indices (labels_at=clients / one-client; else empty)
 
 
-def one_dirichlet_draw(cfg, labels: np.ndarray, rng: np.random.Generator) -> Split:
-    """CBAFed's split as its released code draws it (cbafed_labeled="dirichlet"): the whole training set is cut over
-    all the clients by one Dirichlet(alpha) draw (`dirichlet` above, alpha the partition's: CBAFed's 0.8), and client 0
-    keeps its share as its labeled set, clients 1..K-1 theirs unlabeled. Client 0's size (a tenth of the data on
-    average with 10 clients) and class counts are as skewed as any client's. The code reads the split from a
-    partition file (the one it ships, for SVHN, gives client 0 6,621 of the 73,257 training images, the other nine the
-    rest) and draws such splits in cifar_load.partition_data_allnoniid with the same rule as `dirichlet`: per class
-    Dir(beta) shares over all 10 clients, full clients capped, drawn again until every client holds >= 10. Our default,
-    "balanced", gives client 0 client_labels images of every class instead (600 in the small variant)."""
-    none = np.zeros(0, dtype=np.int64)
-    parts = dirichlet(np.arange(len(labels)), labels, cfg.num_clients, cfg.partition_kind[1], cfg.num_classes, rng)
-    return Split(none, [none, *parts[1:]], [parts[0], *[none] * (cfg.num_clients - 1)])
-
-
 def make_split(cfg, labels: np.ndarray) -> Split:
     """The run's split, all from the split seed (default: cfg.seed)."""
     rng = np.random.default_rng(cfg.seed if cfg.split_seed == -1 else cfg.split_seed)
     none, labeled = np.zeros(0, dtype=np.int64), []
-    if cfg.cbafed_labeled == "dirichlet":
-        return one_dirichlet_draw(cfg, labels, rng)
+    own = cfg.method.own_split(cfg, labels, rng)   # a method that draws its own split (CBAFed's released code's)
+    if own is not None:
+        return own
     if cfg.labels_at != SERVER:
         one = cfg.labels_at == ONE_CLIENT
         kind, alpha = ("iid", 0) if one else cfg.labeled_partition_kind
@@ -159,6 +146,6 @@ def make_split(cfg, labels: np.ndarray) -> Split:
 def labeled_draw(cfg) -> tuple:
     """What decides the server's labeled set at cfg.seed: make_split draws it first, from the split seed, so two
     configs with equal labeled_draw hold the same labeled images (whatever their method, partition or schedule)."""
-    if cfg.cbafed_labeled == "dirichlet" or cfg.labels_at != SERVER or cfg.method.labels != SERVER:
+    if cfg.labels_at != SERVER or cfg.method.labels != SERVER:
         return ("no server set", cfg.dataset, cfg.method.labels, cfg.labels_at)
     return (cfg.dataset, cfg.num_supervised, cfg.seed if cfg.split_seed == -1 else cfg.split_seed)

@@ -120,6 +120,10 @@ class Method:
     why_not: str = ""               # why it refuses the other placements (the validation error says it)
     inputs: str = ""                # "module:function" (cfg, Dataset) -> Dataset: the method's own input pipeline, if
                                     # it has one (CBAFed's released code's resizing); "" = the images as loaded
+    split: str = ""                 # "module:function" (cfg, labels, rng) -> partition.Split or None: the method's own
+                                    # split of the training set where it draws one (CBAFed's released code's)
+    check: str | Callable = ""      # "module:function" (cfg) -> "" or one line: its checks across fields (a field's
+                                    # own value is its Field's check)
     fields: dict = field(default_factory=dict)     # name -> Field: config fields of its own (docs/adding_a_method.md)
     variant_of: str = ""            # SEMIFL: a variant of SemiFL: its round is SemiFL's, every SemiFL switch applies,
                                     # and `client_loss` changes what its clients' steps minimise
@@ -153,6 +157,14 @@ class Method:
         """The images this method trains and tests on."""
         return _load(self.inputs)(cfg, data) if self.inputs else data
 
+    def own_split(self, cfg, labels, rng):
+        """Its own split of the training set (partition.Split), or None: partition.make_split's."""
+        return _load(self.split)(cfg, labels, rng) if self.split else None
+
+    def problem(self, cfg) -> str:
+        """Why cfg is not a run of this method ("" if it is), from its own check."""
+        return _load(self.check)(cfg) if self.check else ""
+
 
 def _load(where):
     if not isinstance(where, str):
@@ -169,6 +181,17 @@ _SEMIFL_WHY = ("SemiFL is defined with labels at the server (its Section 3.1: (x
 _CBAFED_WHY = ("CBAFed's warm-up trains the labeled client and its server weighs it by |D_L|: it needs the labels on "
                "one client among unlabeled ones (its setting)")
 
+
+# CBAFed's own fields, one Field each that all its rows share (the bounds and FedAvg + FixMatch on its schedule)
+CBAFED_FIELDS = {
+    "cbafed_warmup": Field(0, None, "W: the first W rounds train the labeled client alone (its paper: 501)"),
+    "cbafed_variant": Field("paper", _one_of("paper", "code"), "paper: its paper's rules | code: what its released "
+                            "code runs (residual timing, input pipeline)"),
+    "cbafed_labeled": Field("balanced", _one_of("balanced", "dirichlet"), "client 0's labeled set: balanced "
+                            "(client_labels of each class) | dirichlet (its share of one draw, as its code splits)"),
+}
+_CBAFED_ROW = dict(profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,), why_not=_CBAFED_WHY,
+                   split="semifl_core.methods.cbafed:code_split", check="semifl_core.methods.cbafed:check")
 
 METHODS: dict[str, Method] = {m.name: m for m in (
     Method(SEMIFL, "SemiFL", "semifl_core.methods.semifl:semifl_round", why_not=_SEMIFL_WHY),
@@ -220,19 +243,18 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            unused=SEMIFL_ONLY_FIELDS + ("threshold",), profiles=FEDDURE_PROFILES,
            placements=(CLIENTS, ONE_CLIENT)),
     # CBAFed (CVPR 2023) and the rows of its Table 1, on its schedule (warm-up, epochs, residuals): methods/cbafed.py
-    Method(CBAFED, "CBAFed", "semifl_core.methods.cbafed:cbafed_round", unused=CBAFED_UNUSED,
-           profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,), why_not=_CBAFED_WHY,
-           inputs="semifl_core.methods.cbafed:code_inputs"),
+    Method(CBAFED, "CBAFed", "semifl_core.methods.cbafed:cbafed_round", unused=CBAFED_UNUSED, **_CBAFED_ROW,
+           fields=CBAFED_FIELDS, inputs="semifl_core.methods.cbafed:code_inputs"),
     # the bounds read cbafed_variant too: its "code" changes their residual timing and input pipeline
     Method(CBAFED_LOWER, "Lower bound (labeled client alone)", "semifl_core.methods.cbafed:labeled_only_round",
-           unused=CBAFED_UNUSED + ("threshold",), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
-           why_not=_CBAFED_WHY, inputs="semifl_core.methods.cbafed:code_inputs"),
+           unused=CBAFED_UNUSED + ("threshold",), **_CBAFED_ROW, fields=CBAFED_FIELDS,
+           inputs="semifl_core.methods.cbafed:code_inputs"),
     Method(CBAFED_UPPER, "Upper bound (FedAvg, all labeled)", "semifl_core.methods.cbafed:all_labeled_round",
-           unused=CBAFED_UNUSED + ("threshold",), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
-           why_not=_CBAFED_WHY, inputs="semifl_core.methods.cbafed:code_inputs"),
+           unused=CBAFED_UNUSED + ("threshold",), **_CBAFED_ROW, fields=CBAFED_FIELDS,
+           inputs="semifl_core.methods.cbafed:code_inputs"),
     Method(CBAFED_FIXMATCH, "FedAvg + FixMatch (CBAFed's schedule)", "semifl_core.methods.cbafed:fixmatch_round",
-           unused=CBAFED_UNUSED + ("cbafed_variant",), profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,),
-           why_not=_CBAFED_WHY),
+           unused=CBAFED_UNUSED, **_CBAFED_ROW,
+           fields={k: f for k, f in CBAFED_FIELDS.items() if k != "cbafed_variant"}),
 )}
 
 
@@ -258,8 +280,9 @@ def register(method: Method) -> Method:
         if getattr(method, hook) and method.variant_of != SEMIFL:
             raise ConfigError(f"method {method.name!r}: {hook} is for a variant of SemiFL (variant_of={SEMIFL!r}); "
                               "a method with its own round keeps its state in state.method")
-    for name in method.fields:
-        owner = next((m.name for m in METHODS.values() if name in m.fields), None)
+    for name in method.fields:   # a field another method declares is refused, unless it is that very Field (shared)
+        owner = next((m.name for m in METHODS.values() if m.fields.get(name, method.fields[name])
+                      is not method.fields[name]), None)
         if owner or name in CORE_FIELDS:
             raise ConfigError(f"method {method.name!r}: field {name!r} is already "
                               + (f"{owner}'s" if owner else "a field of Config") + "; name yours otherwise")

@@ -4,7 +4,7 @@ labeled set D_L and nothing else, clients 1..K-1 hold unlabeled data only; every
 
 Client 0's labeled set (cfg.cbafed_labeled): "balanced" (the default), cfg.client_labels images of every class, the
 rest of the training set cut over clients 1..K-1 by the partition's Dirichlet; "dirichlet", as CBAFed's released code
-draws it, client 0's share of one Dirichlet draw over all K clients (partition.one_dirichlet_draw).
+draws it, client 0's share of one Dirichlet draw over all K clients (`code_split`).
 
 Warm-up, rounds 1..W (W = cfg.cbafed_warmup): the labeled client alone, one epoch of CE a round. That is Eq. (3)
 with one labeled client: the global model is its model, with the residual weight connection (the first round's
@@ -79,11 +79,49 @@ CODE_INPUT = 32           # the code's input size (all sets), and its training i
 CODE_RESIZE = {1: 36, 3: 40}   # 36 for one-channel (Fashion-MNIST), 40 for three-channel sets
 
 
+# ---------------------------------------------------------------------- its settings and its split
+def released(cfg) -> bool:
+    """cbafed_variant="code" (FedAvg + FixMatch on CBAFed's schedule declares no variant: its paper's rules)."""
+    return getattr(cfg, "cbafed_variant", "paper") == "code"
+
+
+def check(cfg) -> str:
+    """Method.check: what CBAFed's fields need of the others (one line, or "")."""
+    if not 0 <= cfg.cbafed_warmup < cfg.rounds:
+        return (f"cbafed_warmup={cfg.cbafed_warmup!r}: must be an integer from 0 to rounds - 1 ({cfg.rounds - 1}): "
+                "the warm-up rounds come first, and at least one federated round after them")
+    if cfg.cbafed_labeled == "dirichlet" and cfg.partition_kind[0] != "dir":
+        return (f"cbafed_labeled='dirichlet': cuts the whole training set over the clients by the partition's "
+                f"Dirichlet: partition must be 'dir-ALPHA', not {cfg.partition!r}")
+    if not 0 < cfg.threshold <= 1:
+        return (f"threshold={cfg.threshold!r}: must be in (0, 1] for {cfg.algorithm} (tau_h, the upper bound of its "
+                "class thresholds)")
+    return ""
+
+
+def code_split(cfg, labels: np.ndarray, rng: np.random.Generator):
+    """Method.split: CBAFed's split as its released code draws it (cbafed_labeled="dirichlet"; "balanced": None,
+    partition.make_split's): the whole training set is cut over all the clients by one Dirichlet(alpha) draw
+    (partition.dirichlet, alpha the partition's: CBAFed's 0.8), and client 0 keeps its share as its labeled set,
+    clients 1..K-1 theirs unlabeled. Client 0's size (a tenth of the data on average with 10 clients) and class counts
+    are as skewed as any client's. The code reads the split from a
+    partition file (the one it ships, for SVHN, gives client 0 6,621 of the 73,257 training images, the other nine the
+    rest) and draws such splits in cifar_load.partition_data_allnoniid with the same rule as `dirichlet`: per class
+    Dir(beta) shares over all 10 clients, full clients capped, drawn again until every client holds >= 10. Our default,
+    "balanced", gives client 0 client_labels images of every class instead (600 in the small variant)."""
+    from ..partition import Split, dirichlet
+    if cfg.cbafed_labeled != "dirichlet":
+        return None
+    none = np.zeros(0, dtype=np.int64)
+    parts = dirichlet(np.arange(len(labels)), labels, cfg.num_clients, cfg.partition_kind[1], cfg.num_classes, rng)
+    return Split(none, [none, *parts[1:]], [parts[0], *[none] * (cfg.num_clients - 1)])
+
+
 # ---------------------------------------------------------------------- the released code's input pipeline
 def code_inputs(cfg, data):
     """cbafed_variant="code": the images as the released code's loader gives them (three channels; training images
     resized to CODE_RESIZE, test images to CODE_INPUT, bilinearly, rounded to uint8); "paper": unchanged."""
-    if cfg.cbafed_variant != "code":
+    if not released(cfg):
         return data
     from ..data import Dataset
 
@@ -112,7 +150,7 @@ def code_view(x: torch.Tensor, flip: bool, g: torch.Generator) -> torch.Tensor:
 def residual_due(cfg, t: int) -> bool:
     """Whether the server's residual follows federated round t (0-based): after every RESIDUAL_EVERY rounds, or in the
     code variant at t = 5, 10, 15, ... (its com_round > 0 and com_round % 5 == 0)."""
-    if cfg.cbafed_variant == "code":
+    if released(cfg):
         return t > 0 and t % RESIDUAL_EVERY == 0
     return (t + 1) % RESIDUAL_EVERY == 0
 
@@ -170,7 +208,7 @@ def labeled_epochs(exp, st, model, rnd: Round, epochs: int, with_residual: bool 
     """The labeled client's epochs, with the local residual connection after epochs 0, s, 2s, ...; mean step loss."""
     idx = exp.labeled_idx[LABELED]
     spec = {"x": exp.data.x_train[idx], "y": exp.data.y_train[idx]}
-    code = exp.cfg.cbafed_variant == "code"
+    code = released(exp.cfg)
     losses, snapshot = [], None
     for e in range(epochs):
         if code:   # a fresh crop of the resized images every epoch, as the code's loader reads them
@@ -211,8 +249,9 @@ def cbafed_round(exp, st, rnd: Round, part: str = "semi") -> RoundRecord:
         st.server_state = {"residual": _state(st.model)}   # R_g: the warm-up's last model
     labeled_counts = np.bincount(data.y_train[exp.labeled_idx[LABELED]].cpu().numpy(), minlength=cfg.num_classes)
     counts = st.labeling.get("counts", labeled_counts)
-    thresholds, tail = class_balanced_thresholds(counts, cfg.threshold), tail_classes(counts, cfg.cbafed_variant)
-    code = cfg.cbafed_variant == "code"
+    code = released(cfg)
+    thresholds = class_balanced_thresholds(counts, cfg.threshold)
+    tail = tail_classes(counts, "code" if code else "paper")
     states, sizes, new_counts, right, seen, kept_total, fixmatch = [], [], labeled_counts.copy(), 0, 0, 0, []
     with rnd.timed("clients"):
         model = copy.deepcopy(st.model)
