@@ -194,7 +194,7 @@ class SequentialEngine:
 
     def __init__(self, cfg, mean, std, speed: Speed | None = None):
         self.cfg, self.mean, self.std, self.speed = cfg, mean, std, speed
-        self._kept, self._said = {}, set()
+        self._kept = {}
 
     def _trainer(self, model, loss_fn, lr: float, speed):
         """The step's trainer; one whose full-batch step is a CUDA graph is kept for the next calls (capture once per

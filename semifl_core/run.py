@@ -374,11 +374,6 @@ def write_checkpoint(path: Path, ck: dict) -> None:
     results.atomic_write(path.parent / "metrics.csv", pd.DataFrame(ck["metrics"]).to_csv(index=False).encode())
 
 
-def save_checkpoint(path: Path, st: State, key: str) -> None:
-    """The run's state after round st.round, written now."""
-    write_checkpoint(path, checkpoint_of(st, key))
-
-
 class CheckpointWriter:
     """Writes a run's checkpoints in a background thread, one at a time: `submit` copies the state to the host (the
     only part the training waits for) and starts the write; `wait` joins it, re-raising its error (a full disk), and

@@ -151,7 +151,7 @@ def _check_resumes(store, uninterrupted):
     assert not run_dir(store, CFG.replace(seed=2)).exists(), "a run started after the stop"
     paths = [run_dir(store, CFG.replace(seed=s)) for s in SEEDS[:2]]
     assert all((p / "checkpoint.pt").exists() and not (p / "summary.json").exists() for p in paths)
-    assert min(len(load_metrics(p)) for p in paths) < 10   # checkpoint.pt's rounds (save_checkpoint writes both)
+    assert min(len(load_metrics(p)) for p in paths) < 10   # checkpoint.pt's rounds (write_checkpoint writes both)
     for s in SEEDS[:2]:
         summary = run(CFG.replace(seed=s), store, device="cpu", progress=False)
         assert not summary["reused"]

@@ -229,8 +229,6 @@ class Confirmation:
     claim: str
     verdict: str
     judged: Judged | None = None
-    n_in: int = 0
-    n_planned: int = 0
     why: str = ""
     m: int = 0
 
@@ -275,12 +273,12 @@ def verdicts(results_dir=None, plan=None) -> list[Confirmation]:
             continue
         fault = _fault(plan, row, results_dir)
         if fault:
-            out[row["claim"]] = Confirmation(row["claim"], fault, n_planned=n, m=m)
+            out[row["claim"]] = Confirmation(row["claim"], fault, m=m)
             continue
         a, b = (final_accs(cfg, row["seeds"]["a"], results_dir) for cfg in arms(row))
         both = set(a) & set(b)
         if len(both) < n:
-            out[row["claim"]] = Confirmation(row["claim"], "running", n_in=len(both), n_planned=n, m=m,
+            out[row["claim"]] = Confirmation(row["claim"], "running", m=m,
                                              why=f"{len(both)} of {n} fresh seeds in ({row['seeds']['a'][0]}-{row['seeds']['a'][-1]})")
             continue
         side = row["side"]
@@ -288,17 +286,16 @@ def verdicts(results_dir=None, plan=None) -> list[Confirmation]:
     names = list(judged)
     if len(names) == m:     # the whole family is in: Holm
         for name, j in zip(names, holm([judged[k] for k in names])):
-            out[name] = Confirmation(name, "confirmed" if j.verdict == "held" else "not confirmed", j, j.n,
-                                     j.n, m=m)
+            out[name] = Confirmation(name, "confirmed" if j.verdict == "held" else "not confirmed", j, m=m)
     else:
         for name in names:
             strict, loose = judged[name].at(1 - ALPHA / m), judged[name]
             if strict.verdict == "held":
-                out[name] = Confirmation(name, "confirmed", strict, strict.n, strict.n, m=m)
+                out[name] = Confirmation(name, "confirmed", strict, m=m)
             elif loose.verdict != "held":
-                out[name] = Confirmation(name, "not confirmed", loose, loose.n, loose.n, m=m)
+                out[name] = Confirmation(name, "not confirmed", loose, m=m)
             else:
-                out[name] = Confirmation(name, "running", loose, loose.n, loose.n, m=m,
+                out[name] = Confirmation(name, "running", loose, m=m,
                                          why="its fresh seeds are in; the family's Holm correction waits for the rest")
     return [out[r["claim"]] for r in rows]
 
