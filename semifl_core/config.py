@@ -156,7 +156,6 @@ class Config:
                                          # client 0), FedDure's 5
     labeled_partition: str = "iid"       # how the clients' labeled images are spread: iid (exactly client_labels
                                          # per class each) | dir-ALPHA (the pool split by Dirichlet(ALPHA))
-                                         # (its share of the partition's Dirichlet over all clients: partition.py)
     # randomness of a round: "round" draws every client's pseudo-labeling view, fix/mix draws, batch plans and
     # augmentations from the round's one stream (seed, r), in turn; "client" gives client c its own (seed, r, c), so
     # a client in its own process (semifl_core/flower) draws what the in-process harness draws for it. Same method,
