@@ -120,7 +120,7 @@ class Method:
     why_not: str = ""               # why it refuses the other placements (the validation error says it)
     inputs: str = ""                # "module:function" (cfg, Dataset) -> Dataset: the method's own input pipeline, if
                                     # it has one (CBAFed's released code's resizing); "" = the images as loaded
-    split: str = ""                 # "module:function" (cfg, labels, rng) -> partition.Split or None: the method's own
+    split: str | Callable = ""      # "module:function" (cfg, labels, rng) -> partition.Split or None: the method's own
                                     # split of the training set where it draws one (CBAFed's released code's)
     check: str | Callable = ""      # "module:function" (cfg) -> "" or one line: its checks across fields (a field's
                                     # own value is its Field's check)

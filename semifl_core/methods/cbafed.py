@@ -104,11 +104,11 @@ def code_split(cfg, labels: np.ndarray, rng: np.random.Generator):
     partition.make_split's): the whole training set is cut over all the clients by one Dirichlet(alpha) draw
     (partition.dirichlet, alpha the partition's: CBAFed's 0.8), and client 0 keeps its share as its labeled set,
     clients 1..K-1 theirs unlabeled. Client 0's size (a tenth of the data on average with 10 clients) and class counts
-    are as skewed as any client's. The code reads the split from a
-    partition file (the one it ships, for SVHN, gives client 0 6,621 of the 73,257 training images, the other nine the
-    rest) and draws such splits in cifar_load.partition_data_allnoniid with the same rule as `dirichlet`: per class
-    Dir(beta) shares over all 10 clients, full clients capped, drawn again until every client holds >= 10. Our default,
-    "balanced", gives client 0 client_labels images of every class instead (600 in the small variant)."""
+    are as skewed as any client's. The code reads the split from a partition file (the one it ships, for SVHN, gives
+    client 0 6,621 of the 73,257 training images, the other nine the rest) and draws such splits in
+    cifar_load.partition_data_allnoniid with the same rule as `dirichlet`: per class Dir(beta) shares over all 10
+    clients, full clients capped, drawn again until every client holds >= 10. Our default, "balanced", gives client 0
+    client_labels images of every class instead (600 in the small variant)."""
     from ..partition import Split, dirichlet
     if cfg.cbafed_labeled != "dirichlet":
         return None

@@ -2,7 +2,8 @@
 each paper item), paper (the paper's numbers), tables, figures, rule (verdicts) and claims. Data flows
 runs -> configs -> tables / figures -> claims; readme (README.md's headline table, from results/ and the confirmation)
 reads them all; confirmation judges the claims the README answers (the exploration at seeds 0-2, the
-confirmation on fresh seeds), and label_skew the label-skew study (imported by its notebook as `report.label_skew`). Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
+confirmation on fresh seeds), and label_skew the label-skew study (imported by its notebook as `report.label_skew`).
+Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import (
     Takeaway,

@@ -101,7 +101,6 @@ def exploration(results_dir=None) -> list[Claim]:
     return out
 
 
-
 def plan_file(results_dir=None):
     return repo_path("results", results_dir) / "confirmation_plan.json"
 
