@@ -93,21 +93,27 @@ def test_the_peak_table_knows_the_hopper_boards_by_their_names(monkeypatch):
         assert peak == tflops * 1e12 and "datasheet" in note, name
 
 
-def test_the_step_probe_computes_the_same_gradients_client_by_client_as_vmap(tmp_path):
-    """scripts/gpu_step_probe.py --smoke: its loop over clients (each with its own weights and images) gives vmap's
-    gradients to float rounding; a client paired with another's weights or images would differ at order 1."""
+def test_the_rounds_probe_times_every_variant_from_one_state_and_its_rows_feed_the_rule(tmp_path):
+    """scripts/gpu_step_probe.py --rounds --smoke (the device call's tau0 part on a CPU): each variant's timed rounds
+    start from the same state, so they train the same client samples; every row is printed as a ROW line as it is
+    measured (what --choose reads, and what a time limit leaves), and the rule reads them."""
     import json
     import os
     import subprocess
     import sys
     from pathlib import Path
     repo = Path(__file__).resolve().parents[1]
-    out = subprocess.run([sys.executable, str(repo / "scripts" / "gpu_step_probe.py"), "--smoke", "--out",
-                          str(tmp_path)], capture_output=True, text=True, timeout=300,
-                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    out = subprocess.run([sys.executable, str(repo / "scripts" / "gpu_step_probe.py"), "--rounds", "--smoke",
+                          "--variants", "default,+wide_passes"], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "OMP_NUM_THREADS": "1", "OUT": str(tmp_path)})
     assert out.returncode == 0, out.stderr[-3000:]
-    (row,) = json.loads((tmp_path / "probe.json").read_text())
-    assert row["rel_diff"] < rtol(1, longest_sum(2, (3, 32, 32)))   # one step, batch 2 (tests/float_bound.py)
+    rows = [json.loads(ln[4:]) for ln in out.stderr.splitlines() if ln.startswith("ROW ")]
+    assert rows == json.loads((tmp_path / "rounds.json").read_text())
+    assert [r["variant"] for r in rows] == ["default"] * 2 + ["+wide_passes"] * 2
+    assert len({r["client_samples"] for r in rows}) == 1 and rows[0]["client_samples"] > 0
+    assert all(r["round_s"] > 0 and r["time_clients"] > 0 for r in rows)
+    variant, why = _script("gpu_step_probe").choose(rows, {})
+    assert variant.startswith("default") and any(w.startswith("wide_passes: median") for w in why)
 
 
 def test_the_per_client_graphs_probe_steps_each_client_as_the_vmap_step_does(tmp_path):
