@@ -4,8 +4,11 @@ committed results (--nbval-lax: only cells tagged `nbval-check-output` are compa
 SEMIFL_NO_TRAIN=1). Notebooks run JOBS at a time, each in its own kernel with one thread."""
 import json
 import os
+import queue
+import shutil
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,14 +39,26 @@ JOBS = max(1, int(os.environ.get("SEMIFL_TEST_JOBS", min(2, os.cpu_count() or 1)
 
 
 def _at_once(commands: list, cwd: Path, env: dict | None = None) -> list[str]:
-    """Runs the argv lists in cwd, JOBS at a time (each kernel with one thread when several run); returns what each
-    failed one printed (its tail), after the notebooks it ran."""
+    """Runs the argv lists in cwd, JOBS at a time (each kernel with one thread when several run, and, where taskset
+    is, each job on a core of its own: a notebook's runs then train in its kernel, report.workers_for counting the
+    cores the process may use, instead of in worker processes that would compete for the other job's core); returns
+    what each failed one printed (its tail), after the notebooks it ran."""
     env = {**os.environ, **(env or {}), **({"OMP_NUM_THREADS": "1"} if JOBS > 1 else {})}
+    cores, mine = queue.SimpleQueue(), threading.local()
+    usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    pin = JOBS > 1 and len(usable) >= JOBS and shutil.which("taskset")
+    for core in usable[:JOBS]:
+        cores.put(core)
+
+    def run(argv):
+        if pin and not hasattr(mine, "core"):
+            mine.core = cores.get()
+        return subprocess.run(["taskset", "-c", str(mine.core), *argv] if pin else argv, capture_output=True,
+                              text=True, cwd=cwd, env=env)
     with ThreadPoolExecutor(JOBS) as pool:
-        procs = list(pool.map(lambda argv: subprocess.run(argv, capture_output=True, text=True, cwd=cwd, env=env),
-                              commands))
-    names = lambda p: " ".join(Path(a).stem for a in p.args[3:] if a.endswith(".ipynb"))  # noqa: E731
-    return [f"{names(p)}:\n{p.stdout[-4000:]}{p.stderr[-3000:]}" for p in procs if p.returncode]
+        procs = list(pool.map(run, commands))
+    ours = lambda p: " ".join(Path(a).stem for a in p.args if Path(a).parent == NB_DIR)  # noqa: E731
+    return [f"{ours(p)}:\n{p.stdout[-4000:]}{p.stderr[-3000:]}" for p in procs if p.returncode]
 
 
 def _papermill(name: str, out: Path, cwd: Path, **parameters) -> list:

@@ -329,12 +329,14 @@ def draw_of(cfg: Config) -> str:
 
 
 def workers_for(device: str, jobs: int, runs_per_gpu: int = 1) -> int:
-    """Parallel training processes: one per CPU core (each with one thread) on a CPU; on CUDA `runs_per_gpu` per GPU
-    (each GPU torch sees, for device auto or cuda; one for cuda:N)."""
+    """Parallel training processes: one per CPU core this process may use (each with one thread; `taskset -c 0`
+    gives one, and the runs train in this process) on a CPU; on CUDA `runs_per_gpu` per GPU (each GPU torch sees,
+    for device auto or cuda; one for cuda:N)."""
     from ..run import pick_device
     dev = pick_device(device)
     if dev.type == "cpu":
-        return max(1, min(os.cpu_count() or 1, jobs))
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return max(1, min(cores, jobs))
     return max(1, min(runs_per_gpu * len(gpu_ids(dev)), jobs))
 
 
