@@ -124,3 +124,15 @@ def test_a_worker_stopped_while_it_sets_a_run_up_ends_that_run(monkeypatch):
     with pytest.raises(KeyboardInterrupt, match="stopped"):
         workers._on_stop(signal.SIGTERM, None)
     assert workers._stopped
+
+
+def test_on_a_cpu_run_all_trains_one_run_per_core_this_process_may_use(monkeypatch):
+    """`taskset -c 0` (or a container's cpuset) leaves one core: the runs then train in the calling process, not in
+    workers that would share that core; never more workers than runs."""
+    if not hasattr(os, "sched_getaffinity"):
+        pytest.skip("no sched_getaffinity on this platform")
+    monkeypatch.setattr(os, "cpu_count", lambda: 16)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert workers_for("cpu", 5) == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {2, 3, 5})
+    assert workers_for("cpu", 5) == 3 and workers_for("cpu", 2) == 2
