@@ -64,7 +64,7 @@ def test_not_worse_never_reads_an_interval_that_holds_zero_as_held():
 
 def _with_p(p, df=1e6):
     """A judged claim whose two-sided p-value is p (a z-like statistic: se 1, huge df)."""
-    return R._t(float(stats.t.isf(p / 2, df)), 1.0, df, 10, "test")
+    return R.Judged("", float(stats.t.isf(p / 2, df)), n=10, test="test", p=p, se=1.0, df=df).at(0.95)
 
 
 def test_holm_on_a_textbook_family():

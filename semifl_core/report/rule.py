@@ -1,8 +1,9 @@
 """RULE: how a claim is judged from per-seed values, and the seeds it gets.
 
 The rule (RULE): the difference of the two arms with a 95 % interval, paired by seed where the arms share each seed's
-draws (`paired`), Welch's interval where they do not (`welch`), a one-sample interval against a paper's number
-(`versus`), Holm's correction over a family of claims that share a baseline (`holm`, `family`). The claims tables
+draws (`paired`: scipy.stats.ttest_rel), Welch's interval where they do not (`welch`: ttest_ind, equal_var=False), a
+one-sample interval against a paper's number (`versus`: ttest_1samp), Holm's correction over a family of claims that
+share a baseline (`holm`, `family`). The claims tables
 call `above`, `at_least`, `not_worse` and `every`: each returns a Verdict, the verdict's text ("held", "not held",
 "within noise", or why there is none) that also carries its interval.
 
@@ -98,9 +99,15 @@ def loss_ruled_out(text: str) -> str:
     return f"no loss was found, and a loss of more than {max(-lower_end(text), 0.0):.1f} points is ruled out"
 
 
-def _t(diff: float, se: float, df: float, n: int, test: str, seeds=()) -> Judged:
-    p = (0.0 if diff != 0 else 1.0) if se == 0 else float(2 * stats.t.sf(abs(diff) / se, df))
-    return Judged("", float(diff), n=n, test=test, p=p, se=float(se), df=float(df), seeds=tuple(seeds)).at(1 - ALPHA)
+def _t(res, diff: float, n: int, test: str, seeds=()) -> Judged:
+    """A Judged from scipy.stats' t test result `res` of the difference `diff` (its mean): the p-value, the degrees
+    of freedom and the standard error behind scipy's 95 % interval, which at() scales to any level (Holm). Zero
+    spread (every seed's difference the same): se 0 and p 0, or 1 where the difference is 0."""
+    low, high = res.confidence_interval(1 - ALPHA)
+    se = 0.0 if not np.isfinite(high - low) else (high - low) / 2 / stats.t.ppf(1 - ALPHA / 2, res.df)
+    p = float(res.pvalue) if se > 0 else 0.0 if diff != 0 else 1.0
+    j = Judged("", float(diff), n=n, test=test, p=p, se=float(se), df=float(res.df), seeds=tuple(seeds))
+    return j.at(1 - ALPHA)
 
 
 def _too_few(a_n: int, b_n: int) -> Judged | None:
@@ -121,8 +128,10 @@ def paired(a: dict, b: dict, claim: str = "") -> Judged:
     if short is not None:
         return short
     seeds = sorted(a)
-    d = np.array([a[s] - b[s] for s in seeds], float)
-    return _t(d.mean(), d.std(ddof=1) / np.sqrt(len(d)), len(d) - 1, len(d), "paired t", seeds)
+    va, vb = (np.array([x[s] for s in seeds], float) for x in (a, b))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = stats.ttest_rel(va, vb)
+    return _t(res, (va - vb).mean(), len(seeds), "paired t", seeds)
 
 
 def welch(a, b) -> Judged:
@@ -131,10 +140,9 @@ def welch(a, b) -> Judged:
     short = _too_few(len(a), len(b))
     if short is not None:
         return short
-    va, vb = a.var(ddof=1) / len(a), b.var(ddof=1) / len(b)
-    se = np.sqrt(va + vb)
-    df = (va + vb) ** 2 / (va ** 2 / (len(a) - 1) + vb ** 2 / (len(b) - 1)) if se > 0 else len(a) + len(b) - 2
-    return _t(a.mean() - b.mean(), se, df, min(len(a), len(b)), "Welch t")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = stats.ttest_ind(a, b, equal_var=False)
+    return _t(res, a.mean() - b.mean(), min(len(a), len(b)), "Welch t")
 
 
 def versus(v, x: float) -> Judged:
@@ -144,7 +152,9 @@ def versus(v, x: float) -> Judged:
     short = _too_few(len(v), len(v) if np.isfinite(x) else 0)
     if short is not None:
         return short
-    return _t(v.mean() - x, v.std(ddof=1) / np.sqrt(len(v)), len(v) - 1, len(v), "one-sample t")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        res = stats.ttest_1samp(v, x)
+    return _t(res, v.mean() - x, len(v), "one-sample t")
 
 
 def holm(family: list[Judged]) -> list[Judged]:
