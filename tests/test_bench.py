@@ -2,7 +2,6 @@
 import numpy as np
 import pytest
 
-from float_bound import longest_sum, rtol
 from semifl_core.config import profile
 
 

@@ -3,9 +3,9 @@
 The rule (RULE): the difference of the two arms with a 95 % interval, paired by seed where the arms share each seed's
 draws (`paired`: scipy.stats.ttest_rel), Welch's interval where they do not (`welch`: ttest_ind, equal_var=False), a
 one-sample interval against a paper's number (`versus`: ttest_1samp), Holm's correction over a family of claims that
-share a baseline (`holm`, `family`). The claims tables
-call `above`, `at_least`, `not_worse` and `every`: each returns a Verdict, the verdict's text ("held", "not held",
-"within noise", or why there is none) that also carries its interval.
+share a baseline (`holm`, `family`). The claims tables call `above`, `at_least`, `not_worse` and `every`: each
+returns a Verdict, the verdict's text ("held", "not held", "within noise", or why there is none) that also carries its
+interval.
 
 SEPARATION_RULE (the rule before: the gap against both seed spreads, `separation`) judges only where a rule fixed
 before its runs named it (the label-skew gate). docs/verdicts.md says why it was replaced."""
