@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from semifl_core.report.runs import usable_cores
+
 papermill = pytest.importorskip("papermill")
 pytest.importorskip("nbval")
 
@@ -35,7 +37,7 @@ FIGURES = {"label_skew": ["label_skew_outcome_synthetic.png", "label_skew_mechan
 
 # notebooks executed at once: the CI machine's two cores. SEMIFL_TEST_JOBS=1 runs them one by one (e.g. on a machine
 # whose other core trains a run).
-JOBS = max(1, int(os.environ.get("SEMIFL_TEST_JOBS", min(2, os.cpu_count() or 1))))
+JOBS = max(1, int(os.environ.get("SEMIFL_TEST_JOBS", min(2, len(usable_cores())))))
 
 
 def _at_once(commands: list, cwd: Path, env: dict | None = None) -> list[str]:
@@ -45,7 +47,7 @@ def _at_once(commands: list, cwd: Path, env: dict | None = None) -> list[str]:
     what each failed one printed (its tail), after the notebooks it ran."""
     env = {**os.environ, **(env or {}), **({"OMP_NUM_THREADS": "1"} if JOBS > 1 else {})}
     cores, mine = queue.SimpleQueue(), threading.local()
-    usable = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    usable = usable_cores()
     pin = JOBS > 1 and len(usable) >= JOBS and shutil.which("taskset")
     for core in usable[:JOBS]:
         cores.put(core)

@@ -328,15 +328,22 @@ def draw_of(cfg: Config) -> str:
     return repr(labeled_draw(cfg.replace(seed=0)))
 
 
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on (its affinity: `taskset -c 0` or a container's cpuset leaves fewer than
+    the machine has), where the platform says; else every core."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
 def workers_for(device: str, jobs: int, runs_per_gpu: int = 1) -> int:
-    """Parallel training processes: one per CPU core this process may use (each with one thread; `taskset -c 0`
-    gives one, and the runs train in this process) on a CPU; on CUDA `runs_per_gpu` per GPU (each GPU torch sees,
-    for device auto or cuda; one for cuda:N)."""
+    """Parallel training processes: one per usable CPU core (each with one thread; under `taskset -c 0` one, and the
+    runs train in this process) on a CPU; on CUDA `runs_per_gpu` per GPU (each GPU torch sees, for device auto or
+    cuda; one for cuda:N)."""
     from ..run import pick_device
     dev = pick_device(device)
     if dev.type == "cpu":
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return max(1, min(cores, jobs))
+        return max(1, min(len(usable_cores()), jobs))
     return max(1, min(runs_per_gpu * len(gpu_ids(dev)), jobs))
 
 
