@@ -404,7 +404,7 @@ from semifl_core.report.tables import seed_values
 
 
 def cbafed_claims(df, df_own=None, df_code=None) -> pd.DataFrame:
-    """CBAFed's Table 1 claims on our runs (final round, RULE): on our balanced labeled client (df), and, with
+    """CBAFed's Table 1 claims on our runs (final round): on our balanced labeled client (df), and, with
     df_own (runs of configs.cbafed_own_setting_configs), the same three claims in their code's setting, a
     Dirichlet-drawn labeled client; with df_code (configs.cbafed_code_configs), CBAFed above its lower bound as
     the released code runs both."""

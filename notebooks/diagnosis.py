@@ -204,7 +204,7 @@ from semifl_core.report.tables import seeded
 
 
 def suspects_table(df, n) -> pd.DataFrame:
-    """Each suspect's final accuracy against the instrumented profile run (same seeds), with RULE's verdict on
+    """Each suspect's final accuracy against the instrumented profile run (same seeds), with the verdict on
     '<suspect> ends above the profile'; Partially Supervised beside."""
     d = df[df.num_supervised == n]
     base = seeded(d[d.label == INSTRUMENTED], "final_acc")
@@ -308,8 +308,8 @@ from semifl_core.report.rule import every
 
 def diagnosis_findings(df, splits, ns_list) -> pd.DataFrame:
     """The diagnosis in claims form: per N_S, 'SemiFL ends above Partially Supervised', 'the stage of a round
-    that loses most is <the one that does in the mean>' (held when each other stage loses less by RULE), and
-    '<suspect> ends above the profile' for each suspect (verdicts by RULE), with the labeled-set spread
+    that loses most is <the one that does in the mean>' (held when each other stage loses less), and
+    '<suspect> ends above the profile' for each suspect (rule.above), with the labeled-set spread
     beside."""
     items = []
     stages = stage_table(df)

@@ -257,7 +257,7 @@ from semifl_core.report.rule import above, every
 
 
 def feddure_claims(df, metric="final_acc", long=None) -> pd.DataFrame:
-    """What FedDure's Table 1 states, judged by RULE on our runs (cells with one seed give no verdict); `long`
+    """What FedDure's Table 1 states, judged on our runs (cells with one seed give no verdict); `long`
     (configs.feddure_length_runs) adds the claims at FedDure's own length."""
     fd, code = FEDDURE_PAPER, FEDDURE_CODE
     star, fix, sl = (label_of(m) for m in (FEDAVG_LABELED, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_SL))

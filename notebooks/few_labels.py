@@ -127,7 +127,7 @@ from semifl_core.report.tables import gap_closed, mean_std
 def few_label_table(df) -> pd.DataFrame:
     """Per N_S and pseudo-label rule, and (FL)^2 (df: run_pairs over few_label_configs, 'method' = the rule): the
     final and best accuracy, SemiFL - Partially Supervised and the gap closed (final round, seed by seed), and
-    the verdicts (RULE) against Partially Supervised and against the paper's fixed rule."""
+    the verdicts (rule.above) against Partially Supervised and against the paper's fixed rule."""
     rows = []
     for n, at in df.groupby("num_supervised"):
         by = lambda m, metric="final_acc": at[at.method == m].set_index("seed")[metric]   # noqa: E731
@@ -184,7 +184,7 @@ from semifl_core.report.tables import seeded
 def authors_details_table(df, base) -> pd.DataFrame:
     """Each of the authors' details (df: run_all over authors_details_configs, label 'detail | SemiFL') against
     the profile's SemiFL at the same N_S (base: its run_all rows): final and best accuracy, the difference and
-    RULE's verdict on '<detail> ends above the profile'."""
+    rule.above's verdict on '<detail> ends above the profile'."""
     rows, ours = [], seeded(base, "final_acc")
     for label, g in df.groupby("label", sort=False):
         v = seeded(g, "final_acc")
@@ -221,7 +221,7 @@ from semifl_core.report.tables import seed_values
 
 def few_label_noniid_table(df, best) -> pd.DataFrame:
     """The few-label follow-up under Non-IID K=2 (df: run_all over configs.few_label_noniid_configs): per row
-    (the `best` rows, the fixed rule, Partially Supervised) the final accuracy and RULE's verdicts against
+    (the `best` rows, the fixed rule, Partially Supervised) the final accuracy and rule.above's verdicts against
     Partially Supervised and the fixed rule; a row not run says so."""
     columns = ["row", "final", "beats Partially Supervised", "beats the fixed rule"]
     if not best:
@@ -262,7 +262,7 @@ from semifl_core.report.claims import claims as claims_table
 
 def few_label_claims(df, ns, noniid=None) -> pd.DataFrame:
     """The few-label study's claims: per N_S in `ns`, the paper's rule and each other rule against Partially
-    Supervised, and each other rule against the paper's (final round, RULE); a rule not run says so. `noniid`
+    Supervised, and each other rule against the paper's (final round); a rule not run says so. `noniid`
     (the follow-up's few_label_noniid_table) adds its verdicts under Non-IID K=2."""
     items = []
     for n in ns:

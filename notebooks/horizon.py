@@ -155,7 +155,7 @@ from semifl_core.report.tables import mean_std, seed_values
 
 def horizon_table(df) -> pd.DataFrame:
     """Per R: SemiFL, Partially Supervised and centralized FixMatch (final round), the gap closed (final and last
-    10 %, %; SemiFL - Partially in points is horizon_points'), and RULE's verdict on 'SemiFL above Partially
+    10 %, %; SemiFL - Partially in points is horizon_points'), and the verdict on 'SemiFL above Partially
     Supervised' and on 'FixMatch above Partially Supervised'."""
     pts = horizon_points(df)
     rows = []

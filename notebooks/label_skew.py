@@ -91,8 +91,8 @@ from semifl_core.report.configs import FEDRS, NTD, PART3_IID_CHECK, PART3_REMEDI
 from semifl_core.report.label_skew import (FINAL, FL2_ROW, MEASURES, OTHER, OWN, PARTITION_NAMES,
                                            REMEDY_PARTITION_NAMES, SEMIFL_CA, SEMIFL_FIXED, finals,
                                            measure_values, run_means, with_rows)
-from semifl_core.report.rule import (ONE_SEED_LESS, above, at_least, at_seeds, family, loss_ruled_out,
-                                     read_as_not_worse, upper_end)
+from semifl_core.report.rule import (ONE_SEED_LESS, above, at_least, at_seeds, flip, holm, loss_ruled_out,
+                                     upper_end)
 from semifl_core.report.runs import curves
 from semifl_core.report.tables import mean_std, seed_values
 
@@ -341,7 +341,7 @@ part3
 def part3_iid_table(iid: pd.DataFrame, judges: pd.DataFrame, remedies) -> pd.DataFrame:
     """Part 3's IID follow-up at `long` (iid: configs.label_skew_long_configs' IID runs of `remedies`, from
     part3_iid_plan; judges: configs.label_skew_judges at IID): each remedy's final beside SemiFL's fixed rule's,
-    seeds 0-2, and the claim that it is not worse (NOT_WORSE_RULE, paired by seed; the remedies one family,
+    seeds 0-2, and the claim that it is not worse (rule.not_worse, paired by seed; the remedies one family,
     Holm: an interval that holds zero reads within noise, its lower end the largest loss left open)."""
     fixed = finals(judges, f"{label_of(SEMIFL)} | iid")
     rows, worse = [], []
@@ -352,8 +352,8 @@ def part3_iid_table(iid: pd.DataFrame, judges: pd.DataFrame, remedies) -> pd.Dat
         worse.append(above(base, own, f"SemiFL's fixed rule above SemiFL + {r} under IID"))
         rows.append({"remedy": r, FINAL: mean_std(own.values()) if own else "not run",
                      "SemiFL, fixed rule": mean_std(base.values()) if base else "not run"})
-    for row, v in zip(rows, family(worse)):   # Holm on 'the fixed rule above it', then read as 'not worse'
-        row["not worse than SemiFL"] = read_as_not_worse(v)
+    for row, v in zip(rows, holm(worse)):   # Holm on 'the fixed rule above it', then read as 'not worse'
+        row["not worse than SemiFL"] = flip(v)
     return pd.DataFrame(rows, columns=["remedy", FINAL, "SemiFL, fixed rule", "not worse than SemiFL"]
                         ).set_index("remedy")
 
@@ -455,7 +455,7 @@ def _advice(claims_table: pd.DataFrame) -> str:
                  "not be worse than SemiFL's fixed rule under IID at 300 rounds)")
         if v in ("held", "not held"):
             lead += f"{check}: {v} (difference {i})."
-        elif v == "within noise":   # NOT_WORSE_RULE: no loss found is not no loss; the interval bounds it
+        elif v == "within noise":   # rule.not_worse: no loss found is not no loss; the interval bounds it
             lead += f"{check}: within noise (difference {i}): {loss_ruled_out(i)}."
         else:
             lead += f"{check} is not in yet."

@@ -212,7 +212,7 @@ def scale_points(df) -> pd.DataFrame:
 
 def scale_table(df) -> pd.DataFrame:
     """Per point: SemiFL, Partially and Fully Supervised (final round, mean(std) over seeds, n), the gain
-    SemiFL - Partially Supervised and the gap closed (%, computed seed by seed), with RULE's verdict on 'SemiFL
+    SemiFL - Partially Supervised and the gap closed (%, computed seed by seed), with the verdict on 'SemiFL
     above Partially Supervised'. n counts the SemiFL runs in the store."""
     semi, psl, fsl = (label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))
     rows = []
@@ -297,7 +297,7 @@ from semifl_core.report.rule import at_least
 
 
 def scale_claims(table, cfg) -> pd.DataFrame:
-    """What the study shows, each verdict by RULE on the seeds (at_least for the study's goal of half the
+    """What the study shows, each verdict by rule.above on the seeds (at_least for the study's goal of half the
     gap)."""
     t = table.set_index("point")
     prof = f"N_S={cfg.num_supervised}"

@@ -87,7 +87,7 @@ def table3(df, ds, n) -> pd.DataFrame:
 
 def table3_claims(df, pairs) -> pd.DataFrame:
     """The paper: sBN statistics from the server only are about as good as from server and clients; judged as
-    the one-sided claim 'server only not worse than server and clients' (rule.NOT_WORSE_RULE, paired by seed:
+    the one-sided claim 'server only not worse than server and clients' (rule.not_worse, paired by seed:
     both arms share the seed's labeled set), at the final round."""
     items = []
     for ds, n in pairs:

@@ -165,7 +165,7 @@ def test_a_long_claim_whose_rival_lacks_a_seed_gives_no_verdict_and_each_evidenc
     vs_psl, vs_fixed = row["vs Partially Supervised"], row["vs SemiFL"]
     assert str(vs_psl).startswith("no verdict") and "A: 0, 1, 2, 3, 4, 5; B: 0, 1, 2, 3, 4" in str(vs_psl)
     assert vs_psl.evidence.startswith(f"{mean_std(e1)} vs {mean_std(psl)}")
-    assert vs_fixed.judged.n == 6 and vs_fixed.evidence.startswith(f"{mean_std(e1)} vs {mean_std(fixed)}")
+    assert vs_fixed.n == 6 and vs_fixed.evidence.startswith(f"{mean_std(e1)} vs {mean_std(fixed)}")
     evidence = [e for _, _, e in skew.part3_long_claims(table)]
     assert evidence == [vs_psl.evidence, vs_fixed.evidence]
 

@@ -39,7 +39,7 @@ def test_the_separation_rule_compares_the_gap_with_both_seed_spreads(a, b, want)
 def test_above_without_seeds_is_welch(a, b, want):
     v = report.above(a, b)
     assert v == want
-    assert (v.judged.test == "Welch t") == (want in ("held", "not held", "within noise"))
+    assert (v.test == "Welch t") == (want in ("held", "not held", "within noise"))
 
 
 def test_at_least_and_every():
@@ -53,7 +53,7 @@ def test_at_least_and_every():
     # the combined verdict shows the deciding case's interval: the weakest of the held ones
     strong, weak = report.above([80, 81, 82], [70, 71, 72]), report.above([80, 82, 84], [76, 77, 78])
     both = report.every([strong, weak])
-    assert both == "held" and both.judged.low == weak.judged.low and "weakest of 2" in both.interval()
+    assert both == "held" and both.low == weak.low and "weakest of 2" in both.interval()
 
 
 def test_mean_std_says_not_run_for_no_values_and_na_for_undefined():
@@ -287,7 +287,7 @@ def test_table2_shows_each_variants_final_round_beside_its_best_and_judges_the_f
 
 def test_table3_judges_server_only_statistics_paired_by_seed_and_never_holds_an_interval_through_zero():
     """Table 3's 'server only not worse than server and clients': both arms share each seed's labeled set, so the
-    claim is paired (the seeds' spread cancels); an interval that holds zero reads within noise (NOT_WORSE_RULE)."""
+    claim is paired (the seeds' spread cancels); an interval that holds zero reads within noise (rule.not_worse)."""
     def runs(server, all_):
         return pd.DataFrame([dict(dataset="fashionmnist", num_supervised=100, partition=part, sbn_source=src, seed=s,
                                   final_acc=v, best_acc=90 - v, draw="d") for part in ("iid", "non-iid-l-2")
@@ -354,10 +354,10 @@ def test_the_label_skew_mechanism_pairs_two_rows_at_one_seed_and_draw():
                           for row, shift in ((skew.SEMIFL_FIXED, 0.0), ("remedy", 1.0)) for s in range(3)
                           for d in [shift * LEAD[s]]])
     fx, rem = (skew.measure_values(means, r, "skew_dacc_unheld", -1.0) for r in (skew.SEMIFL_FIXED, "remedy"))
-    assert report.rule.above(fx, rem) == "held" and report.rule.above(fx, rem).judged.test == "paired t"
+    assert report.rule.above(fx, rem) == "held" and report.rule.above(fx, rem).test == "paired t"
     no_draw = means.drop(columns="draw")
     fx, rem = (skew.measure_values(no_draw, r, "skew_dacc_unheld", -1.0) for r in (skew.SEMIFL_FIXED, "remedy"))
-    assert report.rule.above(fx, rem) == "within noise" and report.rule.above(fx, rem).judged.test == "Welch t"
+    assert report.rule.above(fx, rem) == "within noise" and report.rule.above(fx, rem).test == "Welch t"
 
 
 def test_say_wraps_printed_lines_at_separators_and_spaces(capsys):

@@ -1,4 +1,4 @@
-"""The paired rule (report.rule.RULE): its intervals against scipy's on known cases, Holm's correction on a
+"""The paired rule (report.rule): its intervals against scipy's on known cases, Holm's correction on a
 textbook family, the pairing really used, no verdict for too few or unmatched seeds, and the seed-planning rule."""
 import numpy as np
 import pytest
@@ -18,16 +18,16 @@ def test_paired_is_student_t_on_the_per_seed_differences():
     assert j.test == "paired t" and j.n == 3 and j.seeds == (0, 1, 2)
     assert j.p == pytest.approx(ref.pvalue) and (j.low, j.high) == pytest.approx((ci.low, ci.high))
     assert j.diff == pytest.approx(np.mean([1.87, 3.61, 2.19]))
-    assert j.verdict == "held" and j.interval() == "+2.6 [+0.3, +4.9]"
-    assert R.paired(PSL, E1).verdict == "not held"
+    assert j == "held" and j.span() == "+2.6 [+0.3, +4.9]"
+    assert R.paired(PSL, E1) == "not held"
 
 
 def test_the_pairing_is_used_shuffling_one_arms_seeds_changes_the_verdict():
     # the separation rule and Welch's interval (which ignore the pairing) call this claim within noise
     assert R.above(list(E1.values()), list(PSL.values())) == "within noise"
-    assert R.welch(E1, PSL).verdict == "within noise"
+    assert R.welch(E1, PSL) == "within noise"
     shuffled = {0: E1[1], 1: E1[2], 2: E1[0]}
-    assert R.paired(shuffled, PSL).verdict == "within noise" and R.paired(E1, PSL).verdict == "held"
+    assert R.paired(shuffled, PSL) == "within noise" and R.paired(E1, PSL) == "held"
 
 
 def test_welch_and_one_sample_match_scipy():
@@ -36,17 +36,17 @@ def test_welch_and_one_sample_match_scipy():
     ci = ref.confidence_interval(0.95)
     assert j.test == "Welch t" and j.p == pytest.approx(ref.pvalue)
     assert (j.low, j.high) == pytest.approx((ci.low, ci.high))
-    j, ref = R.versus(a, 70.0), stats.ttest_1samp(a, 70.0)
+    j, ref = R.at_least(a, 70.0), stats.ttest_1samp(a, 70.0)
     ci = ref.confidence_interval(0.95)
     assert j.p == pytest.approx(ref.pvalue) and (j.low, j.high) == pytest.approx((ci.low - 70, ci.high - 70))
 
 
 def test_too_few_or_unmatched_seeds_give_no_verdict_in_one_line():
-    assert R.paired({0: 1.0, 1: 2.0}, {0: 0.0, 1: 0.5}).verdict == "fewer than three seeds: no verdict"
-    assert R.paired({}, PSL).verdict == "not run"
-    why = R.paired({**E1, 3: 74.0}, PSL, "E=1 above Partially Supervised").verdict
+    assert R.paired({0: 1.0, 1: 2.0}, {0: 0.0, 1: 0.5}) == "fewer than three seeds: no verdict"
+    assert R.paired({}, PSL) == "not run"
+    why = R.paired({**E1, 3: 74.0}, PSL, "E=1 above Partially Supervised")
     assert why.startswith("no verdict: E=1 above Partially Supervised") and "0, 1, 2, 3" in why and "\n" not in why
-    assert not R.paired({**E1, 3: 74.0}, PSL).judged and R.paired({**E1, 3: 74.0}, PSL).interval() == "-"
+    assert not R.paired({**E1, 3: 74.0}, PSL).decided and R.paired({**E1, 3: 74.0}, PSL).interval() == "-"
 
 
 def test_not_worse_never_reads_an_interval_that_holds_zero_as_held():
@@ -58,27 +58,27 @@ def test_not_worse_never_reads_an_interval_that_holds_zero_as_held():
     # which the package's rule before read it as)
     close = {0: 73.0, 1: 68.4, 2: 71.5}
     v = R.not_worse(close, PSL)
-    assert v == "within noise" and v.judged.low < 0 < v.judged.high and v.judged.diff < 0
-    assert R.lower_end(v.interval()) == pytest.approx(round(v.judged.low, 1))
+    assert v == "within noise" and v.low < 0 < v.high and v.diff < 0
+    assert R.lower_end(v.interval()) == pytest.approx(round(v.low, 1))
 
 
 def _with_p(p, df=1e6):
     """A judged claim whose two-sided p-value is p (a z-like statistic: se 1, huge df)."""
-    return R.Judged("", float(stats.t.isf(p / 2, df)), n=10, test="test", p=p, se=1.0, df=df).at(0.95)
+    return R.Verdict("", diff=float(stats.t.isf(p / 2, df)), n=10, test="test", p=p, se=1.0, df=df).at(0.95)
 
 
 def test_holm_on_a_textbook_family():
     # p = 0.010, 0.040, 0.030, 0.005 (m = 4): sorted 0.005 < 0.0125 and 0.010 < 0.0167 are held; 0.030 > 0.025 stops
     fam = R.holm([_with_p(p) for p in (0.010, 0.040, 0.030, 0.005)])
-    assert [j.verdict for j in fam] == ["held", "within noise", "within noise", "held"]
+    assert [str(j) for j in fam] == ["held", "within noise", "within noise", "held"]
     assert [round(j.level, 4) for j in fam] == [round(1 - 0.05 / 3, 4), round(1 - 0.05 / 2, 4),
                                                 round(1 - 0.05 / 2, 4), round(1 - 0.05 / 4, 4)]
     # each verdict is what its interval says
-    assert all((j.low > 0) == (j.verdict == "held") for j in fam)
+    assert all((j.low > 0) == (j == "held") for j in fam)
     # a claim without a verdict does not count in m
-    fam = R.holm([_with_p(0.02), R.Judged("not run"), _with_p(0.04)])
-    assert fam[1].verdict == "not run" and fam[0].level == pytest.approx(1 - 0.05 / 2)
-    assert [j.verdict for j in fam] == ["held", "not run", "held"]
+    fam = R.holm([_with_p(0.02), R.Verdict("not run"), _with_p(0.04)])
+    assert fam[1] == "not run" and fam[0].level == pytest.approx(1 - 0.05 / 2)
+    assert [str(j) for j in fam] == ["held", "not run", "held"]
 
 
 def test_the_exploration_reads_seeds_0_to_2_only_though_the_store_holds_more():

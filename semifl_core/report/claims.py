@@ -1,4 +1,4 @@
-"""The claims table each notebook ends with (claims: what the paper states, its verdict on our runs by RULE and the
+"""The claims table each notebook ends with (claims: what the paper states, its verdict on our runs by the rule and the
 evidence) and the takeaway written from it. Each notebook's own claims (its `*_claims` function; the diagnosis'
 findings) are built in that notebook."""
 from __future__ import annotations
@@ -15,8 +15,8 @@ CLAIM_COLUMNS = ["claim", "verdict", INTERVAL, "evidence"]
 
 
 def claims(items: list) -> pd.DataFrame:
-    """items: (claim, verdict, evidence); a verdict is a rule.Verdict (its interval and the separation rule's verdict
-    fill their columns), another RULE string, or a bool for exact claims (held / not held: no interval)."""
+    """items: (claim, verdict, evidence); a verdict is a rule.Verdict (its interval fills its column), another rule.py
+    string, or a bool for exact claims (held / not held: no interval)."""
     rows = []
     for c, h, e in items:
         if isinstance(h, (bool, np.bool_)):

@@ -37,7 +37,7 @@ from ..config import Config
 from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C
 from .paper import PARTITION_NAMES
-from .rule import ALPHA, Judged, holm, lower_end, paired, upper_end
+from .rule import ALPHA, Verdict, flip, holm, paired
 from .runs import final_accs, repo_path
 
 EXPLORED = (0, 1, 2)             # the seeds every study planned from: the exploration
@@ -61,14 +61,14 @@ FAMILY = "the confirmation"
 @dataclass
 class Claim:
     """A claim the exploration judged: 'a above b' at seeds EXPLORED, in its family (the claims of one table that
-    share a baseline, Holm over them): `values` ({seed: final accuracy} of a and b), its verdict and interval."""
+    share a baseline, Holm over them): `values` ({seed: final accuracy} of a and b) and its verdict (with its
+    interval)."""
     name: str
     family: str
     a: Config
     b: Config
     values: tuple = (dict(), dict())
-    verdict: str = ""
-    interval: str = ""
+    verdict: Verdict = Verdict("")
 
 
 def exploration(results_dir=None) -> list[Claim]:
@@ -97,7 +97,7 @@ def exploration(results_dir=None) -> list[Claim]:
         families.setdefault(c.family, []).append(c)
     for fam in families.values():
         for c, j in zip(fam, holm([paired(*c.values, c.name) for c in fam])):
-            c.verdict, c.interval = j.verdict, j.interval()
+            c.verdict = j
     return out
 
 
@@ -224,19 +224,20 @@ def queue(results_dir=None) -> list[tuple[str, Config]]:
 @dataclass(frozen=True)
 class Confirmation:
     """One claim's confirmation: 'confirmed', 'not confirmed', 'running' (its fresh seeds or its family not all in)
-    or a no-verdict line; `judged` the fresh-seed interval (on the claimed side: positive) where there is one."""
+    or a no-verdict line; `fresh` the fresh-seed verdict with its interval (on the claimed side: positive) where
+    there is one."""
     claim: str
     verdict: str
-    judged: Judged | None = None
+    fresh: Verdict | None = None
     why: str = ""
     m: int = 0
 
     def text(self) -> str:
         """'confirmed: +3.1 [+0.4, +5.8] at 98.3 %, n=8 fresh seeds (100-107), paired t, Holm over 3'."""
-        if self.judged is None or not self.judged.judged:
+        if self.fresh is None or not self.fresh.decided:
             return self.why or self.verdict
-        j = self.judged
-        return (f"{self.verdict}: {j.interval()} at {100 * j.level:.1f} %, n={j.n} fresh seeds "
+        j = self.fresh
+        return (f"{self.verdict}: {j.span()} at {100 * j.level:.1f} %, n={j.n} fresh seeds "
                 f"({min(j.seeds)}-{max(j.seeds)}), paired t, Holm over {self.m}{'; ' + self.why if self.why else ''}")
 
 
@@ -285,13 +286,13 @@ def verdicts(results_dir=None, plan=None) -> list[Confirmation]:
     names = list(judged)
     if len(names) == m:     # the whole family is in: Holm
         for name, j in zip(names, holm([judged[k] for k in names])):
-            out[name] = Confirmation(name, "confirmed" if j.verdict == "held" else "not confirmed", j, m=m)
+            out[name] = Confirmation(name, "confirmed" if j == "held" else "not confirmed", j, m=m)
     else:
         for name in names:
             strict, loose = judged[name].at(1 - ALPHA / m), judged[name]
-            if strict.verdict == "held":
+            if strict == "held":
                 out[name] = Confirmation(name, "confirmed", strict, m=m)
-            elif loose.verdict != "held":
+            elif loose != "held":
                 out[name] = Confirmation(name, "not confirmed", loose, m=m)
             else:
                 out[name] = Confirmation(name, "running", loose, m=m,
@@ -301,13 +302,10 @@ def verdicts(results_dir=None, plan=None) -> list[Confirmation]:
 
 def _explored(c, side: int) -> str:
     """The exploration's reading of a claim at seeds 0-2 (its family's Holm), on the claimed side."""
-    if c.verdict not in ("held", "not held", "within noise"):
-        return c.verdict
-    lo, hi, diff = lower_end(c.interval), upper_end(c.interval), float(c.interval.split(" [")[0])
-    if side < 0:
-        lo, hi, diff = -hi, -lo, -diff
-    verdict = "held" if lo > 0 else "not held" if hi < 0 else "within noise"
-    return f"{verdict}: {diff:+.1f} [{lo:+.1f}, {hi:+.1f}], n=3"
+    if not c.verdict.decided:
+        return str(c.verdict)
+    v = c.verdict if side > 0 else flip(c.verdict)
+    return f"{v}: {v.span()}, n=3"
 
 
 def final_word(c: Confirmation) -> str:

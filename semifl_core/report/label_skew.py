@@ -13,7 +13,7 @@ from . import configs
 from .configs import (PART3_NAMES, PART3_GATE, PART3_LONG_PARTITIONS, NO_GLOBAL_MOMENTUM, PART3_LONG_REGARDLESS,
                       PART3_REMEDIES, SKEW_PARTITION, label_of)
 from .paper import IID, NON_IID_K2
-from .rule import ONE_SEED_LESS, above, at_seeds, family, one_seed_less, separation
+from .rule import ONE_SEED_LESS, above, at_seeds, holm, one_seed_less, separation
 from .runs import curves, stored_runs
 from .tables import mean_std, seed_values, seeded   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
@@ -103,7 +103,7 @@ def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
 def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, seeds=(0, 1, 2)) -> pd.DataFrame:
     """Part 3's cells at `long` (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at
     `long`): per remedy and partition with runs, its final-round accuracy beside Partially Supervised's and SemiFL's
-    fixed rule's, and its verdicts against both (RULE, paired by seed; each column one family, Holm-corrected). The
+    fixed rule's, and its verdicts against both (paired by seed; each column one family, Holm-corrected). The
     remedy's cell is its mean at `seeds` (every claim's: 0-2); each verdict's `evidence` holds both arms there, and,
     for a decided verdict that some seed left out turns, which (rule.one_seed_less)."""
     psl = finals(judges, label_of(PARTIALLY_SUPERVISED))
@@ -123,7 +123,7 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, seeds=(0, 1, 2)) 
                          "Partially Supervised": mean_std(pairs["psl"][1].values()),
                          "SemiFL, fixed rule": mean_std(pairs["fixed"][1].values())})
             shown.append(pairs)
-    for row, pairs, a, b in zip(rows, shown, family(vs_psl), family(vs_fixed)):
+    for row, pairs, a, b in zip(rows, shown, holm(vs_psl), holm(vs_fixed)):
         for v, (x, y) in ((a, pairs["psl"]), (b, pairs["fixed"])):   # each arm at the seeds its claim was judged on
             turns = one_seed_less(x, y, v)
             v.evidence = f"{mean_std(x.values())} vs {mean_std(y.values())}" + (

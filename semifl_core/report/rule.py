@@ -1,18 +1,20 @@
-"""RULE: how a claim is judged from per-seed values, and the seeds it gets.
+"""The package's rule: how a claim is judged from per-seed values (docs/verdicts.md, "The rule", says it in words
+and why).
 
-The rule (RULE): the difference of the two arms with a 95 % interval, paired by seed where the arms share each seed's
+The difference of the two arms with a 95 % interval, paired by seed where the arms share each seed's
 draws (`paired`: scipy.stats.ttest_rel), Welch's interval where they do not (`welch`: ttest_ind, equal_var=False), a
-one-sample interval against a paper's number (`versus`: ttest_1samp), Holm's correction over a family of claims that
-share a baseline (`holm`, `family`). The claims tables call `above`, `at_least`, `not_worse` and `every`: each
+one-sample interval against a paper's number (`at_least`: ttest_1samp), Holm's correction over a family of claims that
+share a baseline (`holm`). The claims tables call `above`, `at_least`, `not_worse` and `every`: each
 returns a Verdict, the verdict's text ("held", "not held", "within noise", or why there is none) that also carries its
 interval.
 
-SEPARATION_RULE (the rule before: the gap against both seed spreads, `separation`) judges only where a rule fixed
-before its runs named it (the label-skew gate). docs/verdicts.md says why it was replaced."""
+The separation rule (the rule before: the gap against both seed spreads, `separation`) judges only where a rule fixed
+before its runs named it (the label-skew gate). A one-sided claim 'A not worse than B' (`not_worse`) is 'B above A'
+read from A's side: an interval that holds zero is within noise, never 'not worse' (no loss found is not a loss
+ruled out; the interval's lower end is the largest loss left open)."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -20,68 +22,55 @@ from scipy import stats
 ALPHA = 0.05      # one claim's error rate; a family of m claims shares it (Holm)
 MIN_SEEDS = 3     # fewer seeds than this: no verdict (a t interval from two values has one degree of freedom)
 
-RULE = (
-    "A claim 'A above B' is judged on the difference A - B with a 95 % interval. Where A and B share each seed's "
-    "draws (the same labeled set, and the same model start where the architecture is the same: docs/verdicts.md), "
-    "the difference is taken seed by seed and the interval is Student's t on those per-seed differences (paired t); "
-    "otherwise (different labeled sets) Welch's t interval, and against a paper's number the one-sample t interval. "
-    "Held when the interval lies above zero, not held when it lies below, within noise when it holds zero; fewer "
-    "than three seeds: no verdict. Where one table compares several arms with one baseline, the claims are one family "
-    "and Holm's correction keeps the family's error at 5 %: the interval of the k-th smallest p-value is widened to "
-    "level 1 - 0.05 / (m - k + 1), up to the first claim the correction leaves within noise (the rest share that "
-    "claim's level).")
-
-SEPARATION_RULE = (
-    "The separation rule (the package's rule before the paired one): held when A's mean "
-    "exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds "
-    "A's by that much, within noise otherwise.")
-
-NOT_WORSE_RULE = (
-    "A one-sided claim 'A not worse than B' is judged on the interval of A - B that RULE gives 'B above A' (the same "
-    "pairing and family correction): not held when it lies below zero (B is held above A), held when it lies above "
-    "zero, within noise when it holds zero: no loss was found, and the interval's lower end is the largest loss of A "
-    "the data leave open (a larger one is ruled out). An interval that holds zero is never read as 'not worse': "
-    "without a margin fixed before the runs, a loss not found is not a loss ruled out.")
+PARTS = dict(diff=float("nan"), low=float("nan"), high=float("nan"), n=0, test="", p=float("nan"),
+             level=1 - ALPHA, se=float("nan"), df=float("nan"), seeds=())
+DECIDED = ("held", "not held", "within noise")
 
 
-@dataclass(frozen=True)
-class Judged:
-    """One claim under RULE: the mean difference A - B (`diff`), its interval (`low`, `high`) at `level`, the
-    seeds it rests on (`n`, and `seeds` for a paired claim), the test and its two-sided p-value; `verdict` is "held",
-    "not held", "within noise" or a no-verdict text ("not run", "fewer than three seeds: no verdict", "no verdict:
-    ..." naming why). `se` and `df` keep the t statistic's parts so that a family correction can widen the interval."""
-    verdict: str
-    diff: float = float("nan")
-    low: float = float("nan")
-    high: float = float("nan")
-    n: int = 0
-    test: str = ""
-    p: float = float("nan")
-    level: float = 1 - ALPHA
-    se: float = float("nan")
-    df: float = float("nan")
-    seeds: tuple = ()
+class Verdict(str):
+    """One claim under the rule: the verdict's text as a table cell shows it ("held", "not held", "within noise", or a
+    no-verdict text: "not run", "fewer than three seeds: no verdict", "no verdict: ..." naming why), with the mean
+    difference A - B (`diff`), its interval (`low`, `high`) at `level`, the seeds it rests on (`n`, and `seeds` for a
+    paired claim), the test and its two-sided p-value; `se` and `df` keep the t statistic's parts so that a family
+    correction can widen the interval. `evidence`, where a table sets it: the two arms' means at the seeds this
+    verdict was judged on."""
+
+    def __new__(cls, verdict: str, **parts):
+        out = super().__new__(cls, verdict)
+        out.__dict__.update(PARTS, **parts)
+        out.evidence = None
+        return out
+
+    def replace(self, verdict: str | None = None, **parts) -> "Verdict":
+        """This verdict with some parts replaced (the evidence is not carried: it belongs to the table that set it)."""
+        old = {k: getattr(self, k) for k in PARTS}
+        return Verdict(str(self) if verdict is None else verdict, **{**old, **parts})
 
     @property
-    def judged(self) -> bool:
-        return self.verdict in ("held", "not held", "within noise")
+    def decided(self) -> bool:
+        return str(self) in DECIDED
 
-    def at(self, level: float) -> "Judged":
+    def at(self, level: float) -> "Verdict":
         """The same claim with its interval at `level` (and the verdict that interval gives)."""
         half = 0.0 if self.se == 0 else float(stats.t.ppf(0.5 + level / 2, self.df)) * self.se
         low, high = self.diff - half, self.diff + half
-        verdict = "held" if low > 0 else "not held" if high < 0 else "within noise"
-        return replace(self, low=low, high=high, level=level, verdict=verdict)
+        return self.replace("held" if low > 0 else "not held" if high < 0 else "within noise",
+                            low=low, high=high, level=level)
+
+    def span(self) -> str:
+        """'+2.6 [+0.3, +4.8]' (points); '-' without a verdict."""
+        return f"{self.diff:+.1f} [{self.low:+.1f}, {self.high:+.1f}]" if self.decided else "-"
 
     def interval(self) -> str:
-        """'+2.6 [+0.3, +4.8]' (points); '-' without a verdict."""
-        if not self.judged:
+        """'+2.6 [+0.3, +4.9], n=3, paired t' (the level when a family widened it); '-' without a verdict."""
+        if not self.decided:
             return "-"
-        return f"{self.diff:+.1f} [{self.low:+.1f}, {self.high:+.1f}]"
+        level = "" if abs(self.level - (1 - ALPHA)) < 1e-9 else f" at {100 * self.level:.1f} %"
+        return f"{self.span()}{level}, n={self.n}, {self.test}"
 
 
 def upper_end(text: str) -> float | None:
-    """The interval's upper end in a table cell Judged.interval wrote ('+2.6 [+0.3, +4.8], n=5, paired t' -> 4.8): the
+    """The interval's upper end in a table cell Verdict.interval wrote ('+2.6 [+0.3, +4.8], n=5, paired t' -> 4.8): the
     largest lead the claim's interval leaves open; None without an interval."""
     m = re.search(r", ([+-][\d.]+)\]", text)
     return float(m.group(1)) if m else None
@@ -94,36 +83,36 @@ def lower_end(text: str) -> float | None:
 
 
 def loss_ruled_out(text: str) -> str:
-    """What a 'not worse' claim within noise says (NOT_WORSE_RULE), from its interval cell ('-0.1 [-0.8, +0.5], n=3,
+    """What a 'not worse' claim within noise says (rule.not_worse), from its interval cell ('-0.1 [-0.8, +0.5], n=3,
     paired t' -> 'no loss was found, and a loss of more than 0.8 points is ruled out')."""
     return f"no loss was found, and a loss of more than {max(-lower_end(text), 0.0):.1f} points is ruled out"
 
 
-def _t(res, diff: float, n: int, test: str, seeds=()) -> Judged:
-    """A Judged from scipy.stats' t test result `res` of the difference `diff` (its mean): the p-value, the degrees
+def _t(res, diff: float, n: int, test: str, seeds=()) -> Verdict:
+    """A Verdict from scipy.stats' t test result `res` of the difference `diff` (its mean): the p-value, the degrees
     of freedom and the standard error behind scipy's 95 % interval, which at() scales to any level (Holm). Zero
     spread (every seed's difference the same): se 0 and p 0, or 1 where the difference is 0."""
     low, high = res.confidence_interval(1 - ALPHA)
     se = 0.0 if not np.isfinite(high - low) else (high - low) / 2 / stats.t.ppf(1 - ALPHA / 2, res.df)
     p = float(res.pvalue) if se > 0 else 0.0 if diff != 0 else 1.0
-    j = Judged("", float(diff), n=n, test=test, p=p, se=float(se), df=float(res.df), seeds=tuple(seeds))
-    return j.at(1 - ALPHA)
+    return Verdict("", diff=float(diff), n=n, test=test, p=p, se=float(se), df=float(res.df),
+                   seeds=tuple(seeds)).at(1 - ALPHA)
 
 
-def _too_few(a_n: int, b_n: int) -> Judged | None:
+def _too_few(a_n: int, b_n: int) -> Verdict | None:
     if a_n == 0 or b_n == 0:
-        return Judged("not run", n=min(a_n, b_n))
+        return Verdict("not run", n=min(a_n, b_n))
     if min(a_n, b_n) < MIN_SEEDS:
-        return Judged("fewer than three seeds: no verdict", n=min(a_n, b_n))
+        return Verdict("fewer than three seeds: no verdict", n=min(a_n, b_n))
     return None
 
 
-def paired(a: dict, b: dict, claim: str = "") -> Judged:
-    """RULE for arms that share each seed's draws: a, b map seed -> value. Both arms must hold the same seeds;
+def paired(a: dict, b: dict, claim: str = "") -> Verdict:
+    """The rule for arms that share each seed's draws: a, b map seed -> value. Both arms must hold the same seeds;
     otherwise no verdict, and the reason names the claim and both arms' seeds."""
     if a and b and set(a) != set(b):
-        return Judged(f"no verdict: {claim or 'the claim'}'s arms have different seeds (A: {_seeds(a)}; "
-                      f"B: {_seeds(b)}); a paired claim needs both arms at the same seeds", n=len(set(a) & set(b)))
+        return Verdict(f"no verdict: {claim or 'the claim'}'s arms have different seeds (A: {_seeds(a)}; "
+                       f"B: {_seeds(b)}); a paired claim needs both arms at the same seeds", n=len(set(a) & set(b)))
     short = _too_few(len(a), len(b))
     if short is not None:
         return short
@@ -134,9 +123,9 @@ def paired(a: dict, b: dict, claim: str = "") -> Judged:
     return _t(res, (va - vb).mean(), len(seeds), "paired t", seeds)
 
 
-def welch(a, b) -> Judged:
-    """RULE for arms that share no draws (per-seed values, in any order): Welch's t interval."""
-    a, b = (np.asarray(list(x.values()) if isinstance(x, dict) else x, float) for x in (a, b))
+def welch(a, b) -> Verdict:
+    """The rule for arms that share no draws (per-seed values, in any order): Welch's t interval."""
+    a, b = _values(a), _values(b)
     short = _too_few(len(a), len(b))
     if short is not None:
         return short
@@ -145,10 +134,10 @@ def welch(a, b) -> Judged:
     return _t(res, a.mean() - b.mean(), min(len(a), len(b)), "Welch t")
 
 
-def versus(v, x: float) -> Judged:
-    """RULE against a fixed number x (a paper's mean, which comes without its seeds): the one-sample t
-    interval of mean(v) - x."""
-    v = np.asarray(list(v.values()) if isinstance(v, dict) else v, float)
+def at_least(v, x: float) -> Verdict:
+    """The rule against a fixed number x (a paper's mean, which comes without its seeds, or a bound such as 0): the
+    one-sample t interval of mean(v) - x."""
+    v = _values(v)
     short = _too_few(len(v), len(v) if np.isfinite(x) else 0)
     if short is not None:
         return short
@@ -157,17 +146,18 @@ def versus(v, x: float) -> Judged:
     return _t(res, v.mean() - x, len(v), "one-sample t")
 
 
-def holm(family: list[Judged]) -> list[Judged]:
+def holm(family: list[Verdict]) -> list[Verdict]:
     """Holm's correction over one family (claims comparing several arms with one baseline), in the family's order:
     the judged claims sorted by p; the k-th (from 1) of m gets its interval at level 1 - ALPHA / (m - k + 1), until the
     first one whose interval then holds zero; it and every later one get that claim's level (so that each verdict is
-    what its shown interval says). Claims without a verdict are left as they are and do not count in m."""
-    idx = sorted((i for i, j in enumerate(family) if j.judged), key=lambda i: family[i].p)
-    out, m, stop = list(family), len(idx), None
+    what its shown interval says). Claims without a verdict are left as they are and do not count in m. Returns new
+    Verdicts (a table sets each one's evidence)."""
+    idx = sorted((i for i, j in enumerate(family) if j.decided), key=lambda i: family[i].p)
+    out, m, stop = [v.replace() for v in family], len(idx), None
     for k, i in enumerate(idx):
         level = 1 - ALPHA / (m - (k if stop is None else stop))
         out[i] = family[i].at(level)
-        if stop is None and out[i].verdict == "within noise":
+        if stop is None and out[i] == "within noise":
             stop = k
     return out
 
@@ -178,7 +168,7 @@ def leave_one_out(a: dict, b: dict, level: float = 1 - ALPHA) -> dict:
     out = {}
     for s in sorted(set(a) & set(b)):
         j = paired({k: v for k, v in a.items() if k != s}, {k: v for k, v in b.items() if k != s})
-        out[s] = j.at(level).verdict if j.judged else j.verdict
+        out[s] = str(j.at(level) if j.decided else j)
     return out
 
 
@@ -192,7 +182,7 @@ def one_seed_less(a: dict, b: dict, verdict) -> str:
     if str(verdict) not in ("held", "not held"):
         return ""
     turned = {}
-    for s, v in leave_one_out(a, b, verdict.judged.level).items():
+    for s, v in leave_one_out(a, b, verdict.level).items():
         if v != str(verdict) and not v.startswith("fewer"):
             turned.setdefault(v, []).append(str(s))
     return "; ".join(f"{v} without " + (f"seed {s[0]}" if len(s) == 1 else f"any one of seeds {and_list(s)}")
@@ -250,59 +240,26 @@ def _values(v) -> np.ndarray:
 
 
 # ---------------------------------------------------------------------- verdicts as the claims tables use them
-class Verdict(str):
-    """A claim's verdict under RULE: the text ("held", ...) as a table cell shows it, with the interval behind it
-    (`judged`, a Judged); `evidence`, where a table sets it: the two arms' means at the seeds this verdict was judged
-    on."""
-
-    def __new__(cls, judged: Judged):
-        out = super().__new__(cls, judged.verdict)
-        out.judged, out.evidence = judged, None
-        return out
-
-    def interval(self) -> str:
-        """'+2.6 [+0.3, +4.9], n=3, paired t' (the level when a family widened it); '-' without a verdict."""
-        j = self.judged
-        if not j.judged:
-            return "-"
-        level = "" if abs(j.level - (1 - ALPHA)) < 1e-9 else f" at {100 * j.level:.1f} %"
-        return f"{j.interval()}{level}, n={j.n}, {j.test}"
-
-
 def above(a, b, claim: str = "") -> Verdict:
-    """The claim 'a above b' under RULE: paired by seed when both are Seeded on the same labeled draw (or dicts
+    """The claim 'a above b' under the rule: paired by seed when both are Seeded on the same labeled draw (or dicts
     seed -> value), else Welch's interval."""
     pa, pb = _by_seed(a), _by_seed(b)
     same_draw = isinstance(a, dict) or isinstance(b, dict) or getattr(a, "draw", None) == getattr(b, "draw", None)
-    j = paired(pa, pb, claim) if pa is not None and pb is not None and same_draw else welch(a, b)
-    return Verdict(j)
-
-
-def at_least(v, x: float) -> Verdict:
-    """RULE against a fixed number x (a paper's mean, or a bound such as 0): the one-sample t interval."""
-    v = _values(v)
-    return Verdict(versus(v, x))
+    return paired(pa, pb, claim) if pa is not None and pb is not None and same_draw else welch(a, b)
 
 
 def not_worse(a, b, claim: str = "") -> Verdict:
-    """NOT_WORSE_RULE: 'b above a' read from a's side (held when a is held above b, not held when b is held above
-    a, within noise when the interval holds zero)."""
-    return read_as_not_worse(above(b, a, claim))
-
-
-def read_as_not_worse(b_above_a: Verdict) -> Verdict:
-    """The verdict 'b above a' (Holm-corrected with its family first, where it has one) read as 'a not worse than
-    b' under NOT_WORSE_RULE: the interval of a - b decides as RULE does."""
-    return flip(b_above_a)
+    """'a not worse than b': 'b above a' read from a's side (held when a is held above b, not held when b is held above
+    a, within noise when the interval holds zero). A family's 'b above a' claims are Holm-corrected first (holm),
+    then each is read so (flip)."""
+    return flip(above(b, a, claim))
 
 
 def flip(v) -> Verdict:
     """'a above b' read as 'b above a': held <-> not held, the difference and its interval negated."""
-    swap = {"held": "not held", "not held": "held"}
-    v = v if isinstance(v, Verdict) else Verdict(Judged(str(v)))
-    j = replace(v.judged, verdict=swap.get(str(v), str(v)), diff=-v.judged.diff, low=-v.judged.high,
-                high=-v.judged.low)
-    return Verdict(j)
+    v = v if isinstance(v, Verdict) else Verdict(str(v))
+    return v.replace({"held": "not held", "not held": "held"}.get(str(v), str(v)), diff=-v.diff, low=-v.high,
+                     high=-v.low)
 
 
 def bootstrap_at_least(replicates, x: float) -> Verdict:
@@ -311,46 +268,38 @@ def bootstrap_at_least(replicates, x: float) -> Verdict:
     not seeds: no t interval)."""
     r = np.asarray(replicates, float) - x
     if len(r) < 20:
-        return Verdict(Judged("not run" if len(r) == 0 else "fewer than twenty replicates: no verdict"))
+        return Verdict("not run" if len(r) == 0 else "fewer than twenty replicates: no verdict")
     low, high = np.percentile(r, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
     verdict = "held" if low > 0 else "not held" if high < 0 else "within noise"
-    j = Judged(verdict, float(np.median(r)), float(low), float(high), len(r), "bootstrap")
-    return Verdict(j)
+    return Verdict(verdict, diff=float(np.median(r)), low=float(low), high=float(high), n=len(r), test="bootstrap")
 
 
 def every(verdicts) -> Verdict:
     """A claim made for several cases (each a Verdict): held if held in each (no correction is needed: every case
     must pass), not held if not held in any, else within noise (or 'not all run', or no verdict). The interval shown
     is the deciding case's: the not-held one, else the weakest (lowest lower end)."""
-    vs = [v if isinstance(v, Verdict) else Verdict(Judged(str(v))) for v in verdicts]
+    vs = [v if isinstance(v, Verdict) else Verdict(str(v)) for v in verdicts]
     if not vs:
-        return Verdict(Judged("not run"))
+        return Verdict("not run")
     texts = [str(v) for v in vs]
     if "not held" in texts:
         pick, text = vs[texts.index("not held")], "not held"
     elif all(t == "held" for t in texts):
-        pick, text = min(vs, key=lambda v: v.judged.low), "held"
+        pick, text = min(vs, key=lambda v: v.low), "held"
     elif "not run" in texts:
-        pick, text = Verdict(Judged("not all run")), "not all run"
+        pick, text = Verdict("not all run"), "not all run"
     else:
-        lacking = [v for v in vs if not v.judged.judged]
-        pick = lacking[0] if lacking else min((v for v in vs if str(v) == "within noise"), key=lambda v: v.judged.low)
+        lacking = [v for v in vs if not v.decided]
+        pick = lacking[0] if lacking else min((v for v in vs if v == "within noise"), key=lambda v: v.low)
         text = str(pick)
-    j = replace(pick.judged, verdict=text)
-    if j.judged and len(vs) > 1:
-        j = replace(j, test=f"{j.test}, weakest of {len(vs)}")
-    return Verdict(j)
-
-
-def family(verdicts) -> list[Verdict]:
-    """Holm's correction (holm) over one family of Verdicts: the claims of one table that share a baseline."""
-    vs = list(verdicts)
-    return [Verdict(j) for j in holm([v.judged for v in vs])]
+    weakest = f"{pick.test}, weakest of {len(vs)}" if text in DECIDED and len(vs) > 1 else pick.test
+    return pick.replace(text, test=weakest)
 
 
 # ---------------------------------------------------------------------- the separation rule (the label-skew gate's)
 def separation(a, b) -> str:
-    """SEPARATION_RULE's verdict of 'a above b'."""
+    """The separation rule's verdict of 'a above b': held when a's mean exceeds b's by more than the two seed
+    spreads (population std over seeds) together, not held when b's exceeds a's by that much, within noise otherwise."""
     a, b = np.asarray(a, float), np.asarray(b, float)
     if len(a) == 0 or len(b) == 0:
         return "not run"
