@@ -10,7 +10,8 @@ It answers two questions with one table a round:
 - FedAvg + FixMatch (`--row fixmatch`): is its fall to 26 % in the weights, or in the BN statistics the clients
   gathered on their strongly augmented views?
 
-    python scripts/cbafed_probe.py --row fixmatch --seed 0 --federated 5 --out docs/cbafed_probe/fixmatch-seed0.csv
+    python scripts/cbafed_probe.py --row fixmatch --seed 0 --federated 5 \
+        --out notebooks/probes/cbafed_probe_fixmatch_seed0.csv
 
 One process, one thread is enough (a 5-round probe takes about 4 minutes on our 2-core VM). Not part of any run's
 results: it trains its own copy and writes one CSV.
