@@ -121,7 +121,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# The paper's claim is one-sided: sBN statistics from the server only are *not worse than* from server and clients. It is judged on the 95 % interval of A - B (server only minus server and clients, paired by seed: both arms share the seed's labeled set): *not held* when the interval lies below zero, *held* when it lies above, and *within noise* when it holds zero. Within noise is not 'not worse': no loss was found, and the interval's lower end is the largest loss the seeds leave open (without a margin fixed before the runs, a loss not found is not a loss ruled out). The evidence gives both arms; the separation column reads as the package's rule did before (within noise counted as not worse). Fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*.
+# The paper's claim is one-sided: sBN statistics from the server only are *not worse than* from server and clients. It is judged on the 95 % interval of A - B (server only minus server and clients, paired by seed: both arms share the seed's labeled set): *not held* when the interval lies below zero, *held* when it lies above, and *within noise* when it holds zero. Within noise is not 'not worse': no loss was found, and the interval's lower end is the largest loss the seeds leave open (without a margin fixed before the runs, a loss not found is not a loss ruled out). The evidence gives both arms. Fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*.
 
 # %% tags=["nbval-check-output"]
 claims
