@@ -354,7 +354,8 @@ window.addEventListener('load', function () {
 def measure(page: Path, browser: str, width: int = LAYOUT_WIDTH) -> dict:
     """The layout of an nbconvert page laid out at `width` px by headless Chromium (MEASURE_JS's JSON)."""
     probe = page.with_name(page.stem + ".measure.html")
-    probe.write_text(page.read_text().replace("</body>", f"<script>{MEASURE_JS}</script></body>"))
+    probe.write_text(page.read_text(encoding="utf-8").replace("</body>", f"<script>{MEASURE_JS}</script></body>"),
+                     encoding="utf-8")
     dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                           "--virtual-time-budget=5000", f"--window-size={width},2000", "--dump-dom", probe.as_uri()],
                          check=True, capture_output=True, text=True, timeout=120).stdout
@@ -398,11 +399,11 @@ def check(name: str, browser: str | None, out: Path = OUT) -> list[str]:
     path = NB_DIR / f"{name}.ipynb"
     nb = json.loads(path.read_text())
     layout = None
+    from nbconvert import HTMLExporter   # in this process: `jupyter nbconvert --to html` writes the same bytes
     with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run([sys.executable, "-m", "jupyter", "nbconvert", "--to", "html", "--output-dir", tmp, str(path)],
-                       check=True, capture_output=True)
+        html = HTMLExporter().from_filename(str(path))[0]
         page = Path(tmp) / f"{name}.html"
-        html = page.read_text()
+        page.write_text(html, encoding="utf-8")
         if browser:
             out.mkdir(parents=True, exist_ok=True)
             tall = min(int(measure(page, browser, WIDTH).get("height") or height(nb)) + 40, 16000)   # the whole page
