@@ -36,6 +36,8 @@ class Verdict(str):
     verdict was judged on."""
 
     def __new__(cls, verdict: str, **parts):
+        if set(parts) - set(PARTS):
+            raise TypeError(f"Verdict has no part {sorted(set(parts) - set(PARTS))[0]!r}; its parts: {', '.join(PARTS)}")
         out = super().__new__(cls, verdict)
         out.__dict__.update(PARTS, **parts)
         out.evidence = None
