@@ -36,8 +36,9 @@ class Verdict(str):
     verdict was judged on."""
 
     def __new__(cls, verdict: str, **parts):
-        if set(parts) - set(PARTS):
-            raise TypeError(f"Verdict has no part {sorted(set(parts) - set(PARTS))[0]!r}; its parts: {', '.join(PARTS)}")
+        unknown = sorted(set(parts) - set(PARTS))
+        if unknown:
+            raise TypeError(f"Verdict has no part {unknown[0]!r}; its parts: {', '.join(PARTS)}")
         out = super().__new__(cls, verdict)
         out.__dict__.update(PARTS, **parts)
         out.evidence = None
