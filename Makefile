@@ -13,9 +13,8 @@
 # `make test`: the test suite (with the notebooks executed headlessly in the smoke profile, and nbval on the committed
 # notebooks against the committed results: SEMIFL_NO_TRAIN=1, nothing trains; a run missing from results/ is left out
 # and named in the notebook, and its cells say "not run"), then the regression oracle again under the scalar CPU
-# kernels (its results must not depend on the instruction set). Two pytest processes run at once, a core each: the
-# notebook and browser tests (one notebook at a time, one thread; their output goes to build/test-notebooks.log,
-# shown when they end) beside all the others (`make test-serial`: one after the other, notebooks two at a time).
+# kernels (its results must not depend on the instruction set). The notebook tests run two notebooks at a time
+# (SEMIFL_TEST_JOBS=1: one).
 # `make test-distributed`: installs the [distributed] extra (Flower, Ray) and runs the tests of its adapters.
 # `make bench-gpu`: the GPU measurement, one markdown table (scripts/bench.py: under 8 minutes on an H100 or
 # H200; its docstring says how to carry Fashion-MNIST to a lent GPU machine). It needs no venv (a device machine has
@@ -48,7 +47,7 @@ $(VENV)/.installed: pyproject.toml
 	  || echo "make install goes on: training and the tests read dataset files and never need torchvision"
 	touch $@
 
-.PHONY: demo test test-serial test-distributed install render notebooks check-notebooks bench-gpu notebook-save
+.PHONY: demo test test-distributed install render notebooks check-notebooks bench-gpu notebook-save
 install: $(VENV)/.installed notebook-save
 
 # the pre-save hook in the venv's Jupyter config and the git filter .gitattributes names (notebook_files.install)
@@ -58,21 +57,9 @@ notebook-save: $(VENV)/.installed
 demo: $(VENV)/.installed notebook-save
 	$(VENV)/bin/semifl demo --profile small --dataset fashionmnist --results-dir results-demo
 
-NB_TESTS := tests/test_notebooks.py tests/test_browser.py
-ORACLE_DEFAULT := ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q tests/test_regression.py -k equal
-
 test: $(VENV)/.installed notebook-save
-	@mkdir -p build
-	@SEMIFL_TEST_JOBS=1 OMP_NUM_THREADS=1 setsid $(PY) -m pytest -q -p no:cacheprovider $(NB_TESTS) > build/test-notebooks.log 2>&1 & \
-	nb=$$!; trap 'kill -TERM -- -$$nb 2>/dev/null' INT TERM; \
-	$(PY) -m pytest -q $(NB_TESTS:%=--ignore=%) tests && $(ORACLE_DEFAULT); rest=$$?; \
-	wait $$nb; nbrc=$$?; echo "--- the notebook and browser tests (build/test-notebooks.log):"; \
-	if [ $$nbrc -eq 0 ]; then tail -n 1 build/test-notebooks.log; else cat build/test-notebooks.log; fi; \
-	[ $$rest -eq 0 ] && [ $$nbrc -eq 0 ]
-
-test-serial: $(VENV)/.installed notebook-save
 	$(PY) -m pytest -q tests
-	$(ORACLE_DEFAULT)
+	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q tests/test_regression.py -k equal
 
 # the Flower and Ray adapters' tests: installs the [distributed] extra (flwr, ray) into the venv first
 test-distributed: $(VENV)/.installed
