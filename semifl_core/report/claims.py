@@ -15,8 +15,8 @@ CLAIM_COLUMNS = ["claim", "verdict", INTERVAL, "evidence"]
 
 
 def claims(items: list) -> pd.DataFrame:
-    """items: (claim, verdict, evidence); a verdict is a rule.Verdict (its interval fills its column), another rule.py
-    string, or a bool for exact claims (held / not held: no interval)."""
+    """items: (claim, verdict, evidence); a verdict is a rule.Verdict (its interval fills its column), a verdict's
+    text alone ("not run", ...), or a bool for exact claims (held / not held: no interval)."""
     rows = []
     for c, h, e in items:
         if isinstance(h, (bool, np.bool_)):
