@@ -91,8 +91,8 @@ from semifl_core.report.configs import FEDRS, NTD, PART3_IID_CHECK, PART3_REMEDI
 from semifl_core.report.label_skew import (FINAL, FL2_ROW, MEASURES, OTHER, OWN, PARTITION_NAMES,
                                            REMEDY_PARTITION_NAMES, SEMIFL_CA, SEMIFL_FIXED, finals,
                                            measure_values, run_means, with_rows)
-from semifl_core.report.rule import (ONE_SEED_LESS, above, at_least, at_seeds, flip, holm, loss_ruled_out,
-                                     upper_end)
+from semifl_core.report.rule import (ONE_SEED_LESS, Verdict, above, at_least, at_seeds, flip, holm,
+                                     loss_ruled_out)
 from semifl_core.report.runs import curves
 from semifl_core.report.tables import mean_std, seed_values
 
@@ -442,7 +442,7 @@ def _advice(claims_table: pd.DataFrame) -> str:
                 "server's labels give alone.")
     else:
         vs_psl = [(c, v, i) for c, v, i, _ in claims_ if "beats Partially Supervised" in c]
-        highs = [h for _, v, i in vs_psl if v == "within noise" for h in [upper_end(i)] if h is not None]
+        highs = [v.high for _, v, _ in vs_psl if v == "within noise" and isinstance(v, Verdict)]
         all_noise = highs and {v for _, v, _ in vs_psl} == {"within noise"}
         lead = ("Under Non-IID K=2 at 300 rounds, no remedy tried here is held above Partially Supervised"
                 + ("" if final else " so far")
@@ -456,7 +456,7 @@ def _advice(claims_table: pd.DataFrame) -> str:
         if v in ("held", "not held"):
             lead += f"{check}: {v} (difference {i})."
         elif v == "within noise":   # rule.not_worse: no loss found is not no loss; the interval bounds it
-            lead += f"{check}: within noise (difference {i}): {loss_ruled_out(i)}."
+            lead += f"{check}: within noise (difference {i}): {loss_ruled_out(v)}."
         else:
             lead += f"{check} is not in yet."
     if over_fixed:

@@ -59,7 +59,7 @@ def test_not_worse_never_reads_an_interval_that_holds_zero_as_held():
     close = {0: 73.0, 1: 68.4, 2: 71.5}
     v = R.not_worse(close, PSL)
     assert v == "within noise" and v.low < 0 < v.high and v.diff < 0
-    assert R.lower_end(v.interval()) == pytest.approx(round(v.low, 1))
+    assert R.loss_ruled_out(v) == f"no loss was found, and a loss of more than {-v.low:.1f} points is ruled out"
 
 
 def _with_p(p, df=1e6):

@@ -15,14 +15,15 @@ CLAIM_COLUMNS = ["claim", "verdict", INTERVAL, "evidence"]
 
 
 def claims(items: list) -> pd.DataFrame:
-    """items: (claim, verdict, evidence); a verdict is a rule.Verdict (its interval fills its column), a verdict's
-    text alone ("not run", ...), or a bool for exact claims (held / not held: no interval)."""
+    """items: (claim, verdict, evidence); a verdict is a rule.Verdict (its interval fills its column; the cell keeps
+    the Verdict, so that its parts stay readable), a verdict's text alone ("not run", ...), or a bool for exact claims
+    (held / not held: no interval)."""
     rows = []
     for c, h, e in items:
         if isinstance(h, (bool, np.bool_)):
             h = "held" if h else "not held"
         judged = isinstance(h, Verdict)
-        rows.append({"claim": c, "verdict": str(h), INTERVAL: h.interval() if judged else "exact" if h in (
+        rows.append({"claim": c, "verdict": h if judged else str(h), INTERVAL: h.interval() if judged else "exact" if h in (
             "held", "not held") else "-", "evidence": e})
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 

@@ -14,8 +14,6 @@ read from A's side: an interval that holds zero is within noise, never 'not wors
 ruled out; the interval's lower end is the largest loss left open)."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 from scipy import stats
 
@@ -72,23 +70,10 @@ class Verdict(str):
         return f"{self.span()}{level}, n={self.n}, {self.test}"
 
 
-def upper_end(text: str) -> float | None:
-    """The interval's upper end in a table cell Verdict.interval wrote ('+2.6 [+0.3, +4.8], n=5, paired t' -> 4.8): the
-    largest lead the claim's interval leaves open; None without an interval."""
-    m = re.search(r", ([+-][\d.]+)\]", text)
-    return float(m.group(1)) if m else None
-
-
-def lower_end(text: str) -> float | None:
-    """The interval's lower end in such a cell ('+2.6 [+0.3, +4.8], n=5, paired t' -> 0.3); None without one."""
-    m = re.search(r"\[([+-][\d.]+), ", text)
-    return float(m.group(1)) if m else None
-
-
-def loss_ruled_out(text: str) -> str:
-    """What a 'not worse' claim within noise says (rule.not_worse), from its interval cell ('-0.1 [-0.8, +0.5], n=3,
-    paired t' -> 'no loss was found, and a loss of more than 0.8 points is ruled out')."""
-    return f"no loss was found, and a loss of more than {max(-lower_end(text), 0.0):.1f} points is ruled out"
+def loss_ruled_out(v: Verdict) -> str:
+    """What a 'not worse' claim within noise says (rule.not_worse), from its interval ([-0.8, +0.5] -> 'no loss was
+    found, and a loss of more than 0.8 points is ruled out')."""
+    return f"no loss was found, and a loss of more than {max(-v.low, 0.0):.1f} points is ruled out"
 
 
 def _t(res, diff: float, n: int, test: str, seeds=()) -> Verdict:
