@@ -5,80 +5,16 @@ reads them all; confirmation judges the claims the README answers (the explorati
 confirmation on fresh seeds), and label_skew the label-skew study (imported by its notebook as `report.label_skew`).
 Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
-from .claims import (
-    Takeaway,
-    takeaway,
-)
-from .configs import (
-    authors_details_configs,
-    cbafed_code_configs,
-    cbafed_configs,
-    cbafed_own_setting_configs,
-    check_methods,
-    diagnosis_configs,
-    diagnosis_ns,
-    feddure_configs,
-    feddure_length_configs,
-    feddure_length_runs,
-    feddure_runs,
-    few_label_configs,
-    figure2_configs,
-    horizon_configs,
-    horizon_runs,
-    scale_configs,
-    split_configs,
-    table1_configs,
-    table1_runs,
-    table2_configs,
-    table3_configs,
-    table5_configs,
-)
-from .figures import (
-    lineplot_grid,
-    save_figure,
-    with_baselines,
-)
+from .claims import Takeaway, takeaway
+from .configs import (authors_details_configs, cbafed_code_configs, cbafed_configs, cbafed_own_setting_configs,
+                      check_methods, diagnosis_configs, diagnosis_ns, feddure_configs, feddure_length_configs,
+                      feddure_length_runs, feddure_runs, few_label_configs, figure2_configs, horizon_runs,
+                      scale_configs, split_configs, table1_configs, table1_runs, table2_configs, table3_configs,
+                      table5_configs)
+from .figures import lineplot_grid, save_figure, with_baselines
 from .paper import ABLATION_PARTITIONS
-from .rule import (
-    above,
-    at_least,
-    bootstrap_at_least,
-    every,
-    flip,
-    holm,
-    not_worse,
-    paired,
-    Seeded,
-    separation,
-    Verdict,
-    welch,
-)
+from .rule import above, at_least, bootstrap_at_least, every, separation
 from . import confirmation  # noqa: F401 (report.confirmation.frame in the notebooks)
-from .runs import (
-    COLUMNS,
-    curves,
-    describe,
-    estimate_minutes,
-    grid,
-    make,
-    minutes_per_round,
-    notebook_setup,
-    plain_tables,
-    REPO,
-    repo_path,
-    run_all,
-    run_pairs,
-    runs_summary,
-    say,
-    seeds_of,
-    shown,
-    stored_runs,
-    table_html,
-    train_minutes,
-)
-from .tables import (
-    gap_table,
-    left_out,
-    mean_std,
-    table1,
-)
+from .runs import (COLUMNS, curves, estimate_minutes, grid, make, notebook_setup, plain_tables, REPO, repo_path,
+                   run_all, run_pairs, runs_summary, say, shown, stored_runs, table_html, train_minutes)
+from .tables import gap_table, left_out, mean_std, table1
