@@ -23,8 +23,8 @@ def claims(items: list) -> pd.DataFrame:
         if isinstance(h, (bool, np.bool_)):
             h = "held" if h else "not held"
         judged = isinstance(h, Verdict)
-        rows.append({"claim": c, "verdict": h if judged else str(h), INTERVAL: h.interval() if judged else "exact" if h in (
-            "held", "not held") else "-", "evidence": e})
+        interval = h.interval() if judged else "exact" if h in ("held", "not held") else "-"
+        rows.append({"claim": c, "verdict": h if judged else str(h), INTERVAL: interval, "evidence": e})
     return pd.DataFrame(rows, columns=CLAIM_COLUMNS)
 
 
