@@ -3,7 +3,6 @@ Chromium, and free of error outputs, stderr bands, NBVAL markers, NaN table cell
 whose text is smaller than the page's, pointers to sections that do not exist and internal words; the figures README.md
 and docs/ embed readable at GitHub's width. The checker itself is tested on small made-up inputs that hold each of
 those (all but the table measurement need no browser)."""
-import os
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +11,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import browser_check  # noqa: E402
+from notebook_code import JOBS  # noqa: E402
 
 pytest.importorskip("nbconvert")
 
@@ -42,17 +42,16 @@ def test_the_figures_readme_and_docs_embed_are_readable_on_github():
 
 @pytest.mark.skipif(browser_check.chromium() is None, reason="no chromium on PATH (Debian: apt-get install chromium)")
 def test_every_committed_notebook_in_a_browser(tmp_path):
-    """Every notebook, two at a time (a Chromium each: the two cores; SEMIFL_TEST_JOBS=1: one by one), each with its
+    """Every notebook, JOBS at a time (a Chromium each: the two cores; SEMIFL_TEST_JOBS=1: one by one), each with its
     screenshot; fails naming every notebook with a problem and the problem."""
     names = sorted(p.stem for p in browser_check.NB_DIR.glob("*.ipynb"))
-    jobs = max(1, int(os.environ.get("SEMIFL_TEST_JOBS", 2)))
 
     def check(name):
         (tmp_path / name).mkdir()
         found = browser_check.check(name, browser_check.chromium(), tmp_path / name)
         png = tmp_path / name / f"{name}.png"
         return found + ([] if png.exists() and png.stat().st_size > 10_000 else [f"no screenshot: {png}"])
-    with ThreadPoolExecutor(jobs) as pool:
+    with ThreadPoolExecutor(JOBS) as pool:
         found = dict(zip(names, pool.map(check, names)))
     assert not any(found.values()), "\n".join(f"{n}: {p}" for n, ps in found.items() for p in ps)
 

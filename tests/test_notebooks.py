@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from notebook_code import JOBS
 from semifl_core.report.runs import usable_cores
 
 papermill = pytest.importorskip("papermill")
@@ -34,10 +35,6 @@ FIGURES = {"label_skew": ["label_skew_outcome_synthetic.png", "label_skew_mechan
            "diagnosis": ["diagnosis_stages_synthetic.png", "augmentation_synthetic.png"],
            "scale": ["scale_synthetic.png"]}
 
-
-# notebooks executed at once: the CI machine's two cores. SEMIFL_TEST_JOBS=1 runs them one by one (e.g. on a machine
-# whose other core trains a run).
-JOBS = max(1, int(os.environ.get("SEMIFL_TEST_JOBS", min(2, len(usable_cores())))))
 
 
 def _at_once(commands: list, cwd: Path, env: dict | None = None) -> list[str]:

@@ -532,8 +532,8 @@ def test_compiled_full_step_trains_as_the_eager_one_on_a_cpu(monkeypatch):
     of padded steps) trains as the eager step does. Compile is a GPU switch, so inductor's code generation is left to
     the CUDA test below (the device call runs it): here the captured graph runs through AOT autograd without inductor
     (backend "aot_eager"), which keeps the test's minute and a half of C++ compilation out of `make test`."""
-    compiled, inductor = [], torch.compile
-    monkeypatch.setattr(torch, "compile", lambda fn: compiled.append(fn) or inductor(fn, backend="aot_eager"))
+    compiled, torch_compile = [], torch.compile
+    monkeypatch.setattr(torch, "compile", lambda fn: compiled.append(fn) or torch_compile(fn, backend="aot_eager"))
     sizes = (40, 30, 25, 60)
     eager = _train(VectorizedEngine, Speed.default("cpu"), "sup", sizes)
     torch._dynamo.reset()
