@@ -9,8 +9,8 @@
 
 On a fresh H100 or H200 machine with the working tree it runs in under 8 minutes (a global deadline, default 440 s,
 skips the parts it cannot fit and says so in the table) and measures, from the same state and the same round for
-every variant, the engine before the speed switches (engine.Speed.baseline()), each Speed switch alone (cuda_graphs
-with the sync_free and flat_sgd it needs), all together (bf16 included) and the default (Speed.default: every switch
+every variant, the engine with no speed switch (engine.Speed.baseline()), each Speed switch alone (or with the
+switches it needs), all together (bf16 included) and the default (Speed.default: every switch
 that keeps the results):
 
 1. `paper` profile (WRN-28-2, N_S=250, E=5), CIFAR-10-shaped random images (the work does not depend on the pixels;
@@ -244,11 +244,10 @@ MEASURED_ON_GPU_ONLY = ("compile",)
 
 
 def speed_variants(device) -> list[tuple[str, object]]:
-    """(name, engine.Speed) pairs to compare, in this order: the code before the switches (Speed.baseline());
-    Speed.default(device) where it differs from the next; every switch this device runs together ("all"; on a CPU
-    without compile, MEASURED_ON_GPU_ONLY); each switch alone ("+sync_free"), or with the fewest other switches it
-    needs ("+sync_free+flat_sgd+cuda_graphs"). A switch the device cannot run (Speed.check) stays in the list alone,
-    so that its row says why."""
+    """(name, engine.Speed) pairs to compare, in this order: no switch (Speed.baseline()); Speed.default(device) where
+    it differs from the next; every switch this device runs together ("all"; on a CPU without compile,
+    MEASURED_ON_GPU_ONLY); each switch alone ("+cuda_graphs"), or with the fewest other switches it needs. A switch
+    the device cannot run (Speed.check) stays in the list alone, so that its row says why."""
     def runs(speed) -> bool:
         try:
             speed.check(device)
@@ -722,7 +721,7 @@ def measure_all(argv=None) -> int:
     p.add_argument("--parts", default=None, help="only these parts, comma-separated, of paper-cifar, grid, "
                    "paper-fmnist, small (each then gets the time left, not its budget)")
     p.add_argument("--variants", default=None, help="only these Speed variants, comma-separated (names as in the "
-                   "table: baseline, default, all, +sync_free, +sync_free+flat_sgd+cuda_graphs, ...)")
+                   "table: baseline, default, all, +cuda_graphs, +sbn_one_pass, ...)")
     args = p.parse_args(argv)
     start = time.monotonic()
     deadline = start + (args.deadline or (150 if args.smoke else 440))

@@ -11,8 +11,8 @@ model dimension, each model's SGD momentum, and per model the sums over its step
 `given` (per model: its client id and the tensors its loss reads as f.state, constant through its training), every
 engine hands each model its own. Both engines consume the same tasks, so they train on identical inputs:
 
-- `sequential`: one model after another with torch.optim.SGD and clip_grad_norm_: the readable reference
-  (with Speed.flat_sgd: the same update with torch._foreach_* ops, `sgd_`).
+- `sequential`: one model after another: the readable reference. Its update is torch.optim.SGD's after
+  clip_grad_norm_, written with torch._foreach_* ops (`sgd_`, bit-identical to them: tests/test_speed.py).
 - `vectorized`: every client at once; parameters stacked along a leading client dimension, one
   vmap(grad) forward/backward for all clients whose step is a full batch, and the same SGD (momentum,
   weight decay, Nesterov, per-client gradient-norm clipping) written out on the stacked tensors. A client
@@ -20,13 +20,14 @@ engine hands each model its own. Both engines consume the same tasks, so they tr
   run out of steps is masked (not updated), so the result equals the sequential engine's up to float
   rounding (batched kernels sum in another order: about 4e-7 relative after a round's client training).
   Training amplifies such differences over rounds, so whole runs of the two engines end within seed noise
-  of each other, not bit-identical (measured in BENCHMARKS.md). With Speed.flat_sgd the clients' parameters and
-  momentum live in two flat buffers (`FlatModels`), so one elementwise kernel updates every tensor of every client.
+  of each other, not bit-identical (measured in BENCHMARKS.md). The clients' parameters and momentum live in two
+  flat buffers (`FlatModels`), so one elementwise kernel updates every tensor of every client.
   With Speed.masked_steps a partial batch is instead padded to the full batch with a mask of its real samples
   (b["valid"]), which static BN (models.valid_samples) and every graph_safe loss honour: every step then has one
   shape, so a CUDA graph takes it too.
 
-`Speed` chooses how they run, never what they compute: see its docstring.
+`Speed` chooses how they run, never what they compute: see its docstring. Both engines keep a step's statistics and
+losses on the device and read them once per call (no host synchronisation inside a step loop).
 """
 from __future__ import annotations
 
@@ -41,24 +42,22 @@ from .augment import normalize
 from .errors import ConfigError
 from .models import valid_samples
 from .net import ClientValues, Net, frozen_names, loss_key
-from .sgd import CapturedStep, FlatModels, clip_coefficients, clip_grads_, sgd_, sgd_update
+from .sgd import CapturedStep, FlatModels, clip_grads_, sgd_
 from .tasks import Task
 
 
 @dataclass(frozen=True)
 class Speed:
     """How the engines and the experiment run, not what they compute (never in the run key). Every switch but bf16
-    keeps the results: bit-identical on a CPU, equal to float rounding on a GPU (cuda_graphs). All False: the code
-    paths as they were before these switches (`baseline`); `default(device)`: what runs.
+    keeps the results to float rounding. All False: no optional switch (`baseline`); `default(device)`: what runs.
+    The step loops never synchronise with the host, and one optimizer kernel set updates every tensor of a step: the
+    switches sync_free and flat_sgd of earlier versions, now how the engines always run (bit-identical on a CPU to
+    the code before them; BENCHMARKS.md keeps their GPU numbers).
 
-    sync_free    stats and losses summed on the device and read once per round; image normalisation constants on the
-                 device (no host synchronisation inside step loops)
-    flat_sgd     one set of optimizer kernels per step for all parameter tensors (torch._foreach_* in the sequential
-                 engine, flat buffers in the vectorized one), not one set per tensor
     cuda_graphs  the fixed-shape steps captured once per run as a CUDA graph and replayed in every round: the
                  vectorized engine's step where every client still training has a full batch (one graph per client
-                 count), the sequential engine's (and the server's) full-batch step; partial batches stay eager. Only for losses marked `graph_safe`. Needs
-                 flat_sgd and sync_free. Equal to eager up to float rounding (CUDA only)
+                 count), the sequential engine's (and the server's) full-batch step; partial batches stay eager. Only
+                 for losses marked `graph_safe`. Equal to eager up to float rounding (CUDA only)
     sbn_one_pass sBN statistics of many groups of 250 images per forward (each group normalised by its own
                  statistics) instead of one forward per group; equal up to float rounding, so on by default on CUDA only
     bf16         the forward/backward in bfloat16 autocast (fp32 master weights, gradients and loss). CHANGES
@@ -67,8 +66,7 @@ class Speed:
     masked_steps the vectorized engine's steps where a client has a partial batch run as full ones, padded, with a
                  mask of the real samples that static BN and graph_safe losses honour (equal up to float rounding),
                  in a second CUDA graph, so graphs take every step but the first, not only those where all clients
-                 have full batches.
-                 Needs flat_sgd. Models with plain BN (norm=bn) and losses not graph_safe keep their eager partial
+                 have full batches. Models with plain BN (norm=bn) and losses not graph_safe keep their eager partial
                  steps. On by default on CUDA (measured on an H200: BENCHMARKS.md, "GPU switch rules")
     one_forward  Net.parts: several batches of one size (SemiFL's fix and mix batches) in one forward whose static BN
                  takes each batch's statistics apart (models.batch_parts), instead of one forward each: what the
@@ -80,12 +78,10 @@ class Speed:
                  passes where a GPU's memory holds them. Equal up to float rounding. Off by default: its rule is
                  written in BENCHMARKS.md ("GPU switch rules"), not yet measured on a GPU
     compile      torch.compile (inductor) of the vectorized engine's full-batch step (graph_safe losses), inside its
-                 CUDA graph when cuda_graphs is on. Needs flat_sgd. Equal up to float rounding. Off by default: it
+                 CUDA graph when cuda_graphs is on. Equal up to float rounding. Off by default: it
                  met the written rule on its own on an H200, but not yet run on a GPU together with masked_steps (the
                  default it would join), and it costs about a minute a compile per run (BENCHMARKS.md)
     """
-    sync_free: bool = False
-    flat_sgd: bool = False
     cuda_graphs: bool = False
     sbn_one_pass: bool = False
     bf16: bool = False
@@ -102,24 +98,13 @@ class Speed:
     def default(cls, device) -> "Speed":
         """Every change that keeps results (to float rounding) on; graphs, masked steps: CUDA only; fp32."""
         cuda = torch.device(device).type == "cuda"
-        return cls(sync_free=True, flat_sgd=True, cuda_graphs=cuda, sbn_one_pass=cuda, masked_steps=cuda,
-                   one_forward=True)
+        return cls(cuda_graphs=cuda, sbn_one_pass=cuda, masked_steps=cuda, one_forward=True)
 
     def check(self, device) -> "Speed":
         """self, if this device can run it; ConfigError (one line) otherwise."""
         dev = torch.device(device)
         if self.cuda_graphs and dev.type != "cuda":
             raise ConfigError(f"cuda_graphs=True: needs a CUDA device, this run is on {dev}; allowed on {dev}: False")
-        if self.cuda_graphs and not self.flat_sgd:
-            raise ConfigError("cuda_graphs=True: needs flat_sgd=True (a captured step updates its buffers in place); "
-                              "allowed with flat_sgd=False: cuda_graphs=False")
-        if self.cuda_graphs and not self.sync_free:
-            raise ConfigError("cuda_graphs=True: needs sync_free=True (a captured step may not copy from the host); "
-                              "allowed with sync_free=False: cuda_graphs=False")
-        for name in ("masked_steps", "compile"):
-            if getattr(self, name) and not self.flat_sgd:
-                raise ConfigError(f"{name}=True: needs flat_sgd=True (its fixed-shape step updates the flat buffers); "
-                                  f"allowed with flat_sgd=False: {name}=False")
         if self.bf16 and dev.type == "cuda" and not torch.cuda.is_bf16_supported():
             raise ConfigError(f"bf16=True: needs a CUDA GPU with bfloat16 support (or the CPU), this run is on "
                               f"{torch.cuda.get_device_name(dev)}; allowed: False")
@@ -159,10 +144,8 @@ def module_net(model, speed: Speed | None = None, start: dict | None = None, sta
                _one_forward(model, speed), state, client)
 
 
-def _normalisation(mean, std, dev, speed):
-    """The image normalisation constants, as device tensors with sync_free (no host-to-device copy per step)."""
-    if not speed.sync_free:
-        return mean, std
+def _normalisation(mean, std, dev):
+    """The image normalisation constants as device tensors (no host-to-device copy per step)."""
     return tuple(torch.as_tensor(v, dtype=torch.float32, device=dev) for v in (mean, std))
 
 
@@ -199,8 +182,8 @@ class SequentialEngine:
     def _trainer(self, model, loss_fn, lr: float, speed):
         """The step's trainer; one whose full-batch step is a CUDA graph is kept for the next calls (capture once per
         run: the model's weights and momentum are reloaded in place, the learning rate is a device tensor)."""
-        if not (speed.flat_sgd and speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
-            return (_ForeachTrainer if speed.flat_sgd else _TorchOptimTrainer)(self.cfg, model, loss_fn, lr, speed)
+        if not (speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
+            return _ForeachTrainer(self.cfg, model, loss_fn, lr, speed)
         key = (id(model), loss_key(loss_fn))
         trainer = _keep(self._kept, key, self._kept.get(key) or
                         _ForeachTrainer(self.cfg, model, loss_fn, lr, speed, lr_on_device=True))
@@ -214,7 +197,7 @@ class SequentialEngine:
         given: each task's f.client and f.state (default: its index, none)."""
         dev = next(model.parameters()).device
         speed = (self.speed or Speed.default(dev)).check(dev)
-        mean, std = _normalisation(self.mean, self.std, dev, speed)
+        mean, std = _normalisation(self.mean, self.std, dev)
         start = {k: v.detach().clone() for k, v in model.state_dict().items()}
         names = [n for n, _ in model.named_parameters()]
         results, new_states, stats, step_losses = [], [], [], []
@@ -229,25 +212,19 @@ class SequentialEngine:
             for s in range(task.steps):
                 size = int(task.size[s])
                 step = trainer.step(model_inputs(task.batch(s, size), mean, std), full=size == task.views["x"].shape[1])
-                if speed.sync_free:
-                    task_stats = step.clone() if task_stats is None else task_stats + step
-                    if losses is not None:
-                        step_losses.append(step[0].clone())
-                else:
-                    step = step.cpu()
-                    task_stats = step if task_stats is None else task_stats + step
-                    if losses is not None:
-                        losses.append(step[0].item())
+                task_stats = step.clone() if task_stats is None else task_stats + step
+                if losses is not None:
+                    step_losses.append(step[0].clone())
             results.append(_trained(model, names))
             new_states.append(trainer.momentum(state))
             stats.append(task_stats)
         model.load_state_dict(start)
-        if step_losses:   # read once (sync_free)
+        if step_losses:   # read once
             losses.extend(torch.stack(step_losses).tolist())
         return _stacked(results), new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
 
 class _SequentialTrainer:
-    """What both of the sequential engine's trainers share: the Net its loss gets (start weights in static memory),
+    """The sequential engine's trainer's setup: the Net its loss gets (start weights in static memory),
     and which parameters the loss trains (`frozen`)."""
 
     def __init__(self, cfg, model, loss_fn, speed):
@@ -277,41 +254,8 @@ class _SequentialTrainer:
                     self.state[k] = v.detach().clone()
 
 
-class _TorchOptimTrainer(_SequentialTrainer):
-    """The sequential engine's steps with torch.optim.SGD and clip_grad_norm_ (Speed.flat_sgd off)."""
-
-    def __init__(self, cfg, model, loss_fn, lr, speed):
-        super().__init__(cfg, model, loss_fn, speed)
-        self.lr = lr
-
-    def begin(self, state):
-        cfg = self.cfg
-        self.state = state
-        self.opt = torch.optim.SGD([p for _, p in self.trained], lr=self.lr, momentum=cfg.momentum,
-                                   weight_decay=cfg.weight_decay, nesterov=cfg.nesterov)
-        if state is not None:
-            for name, p in self.trained:
-                self.opt.state[p]["momentum_buffer"] = state[name].clone()
-
-    def step(self, inputs, full: bool) -> torch.Tensor:
-        loss, aux = self.loss_fn(self.f, inputs)
-        self.opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if self.cfg.clip_norm > 0:
-            torch.nn.utils.clip_grad_norm_([p for _, p in self.trained], self.cfg.clip_norm)
-        self.opt.step()
-        for p in self.model.parameters():   # a frozen parameter's gradient is never used
-            p.grad = None
-        return torch.cat([loss.detach()[None], aux])
-
-    def momentum(self, state) -> dict:
-        kept = {n: v.clone() for n, v in (state or {}).items() if n not in dict(self.trained)}
-        return {**kept, **{n: self.opt.state[p]["momentum_buffer"].clone() for n, p in self.trained
-                           if "momentum_buffer" in self.opt.state[p]}}
-
-
 class _ForeachTrainer(_SequentialTrainer):
-    """The sequential engine's steps as one function (Speed.flat_sgd): gradients by torch.autograd.grad, then
+    """The sequential engine's steps as one function: gradients by torch.autograd.grad, then
     clip_grads_ and sgd_ on the model's parameters and momentum buffers in place; with Speed.cuda_graphs (and a
     graph_safe loss) the full-batch step is captured once and replayed for every task of every `train` call of the
     run (SequentialEngine._trainer keeps it; lr_on_device: the learning rate a device tensor the graph reads)."""
@@ -389,28 +333,13 @@ class VectorizedEngine:
         params, stats = steps.run(tasks)
         if fixed:   # the kept buffers are the next call's: hand out copies
             params = {k: v.clone() for k, v in params.items()}
-        momentum = steps.flat.views(steps.flat.m) if speed.flat_sgd else steps.momentum
+        momentum = steps.flat.views(steps.flat.m)
         return params, [{k: v[i].clone() for k, v in momentum.items()} for i in range(n)], stats.to("cpu", copy=True)
-
-    @staticmethod
-    def _sgd(cfg, params, momentum, grads, idx, lr):
-        """sgd_update after clip_grad_norm_, tensor by tensor, for the clients in idx (None = all), when
-        Speed.flat_sgd is off."""
-        take = (lambda t: t) if idx is None else (lambda t: t[idx])
-        if cfg.clip_norm > 0:
-            coef = clip_coefficients(list(grads.values()), cfg.clip_norm, one_reduction=False)
-            grads = {k: g * coef.view(-1, *[1] * (g.dim() - 1)) for k, g in grads.items()}
-        for k, g in grads.items():
-            p, buf = sgd_update(take(params[k]), take(momentum[k]), g, lr, cfg)
-            if idx is None:
-                params[k], momentum[k] = p, buf
-            else:
-                params[k][idx], momentum[k][idx] = p, buf
 
 
 class _ClientSteps:
     """The vectorized engine's steps for n clients of one model and loss, and what they read and write: the clients'
-    parameters and momentum (FlatModels with Speed.flat_sgd), the normalisation constants, per-client stats, and the
+    parameters and momentum (FlatModels), the normalisation constants, per-client stats, and the
     fixed-shape step (`full_step`: CUDA graphs, compile, masked steps). Built for one train call or, with fixed-shape
     steps, kept by the engine for the next calls: a captured graph reads and writes the same memory in every round
     (weights and momentum reloaded in place, the learning rate a device tensor), so it is captured once per run."""
@@ -418,7 +347,7 @@ class _ClientSteps:
     def __init__(self, cfg, model, loss_fn, n, dev, speed, masked, fixed, mean, std, start, states, lr, ids, given):
         self.cfg, self.n, self.dev, self.speed, self.masked = cfg, n, dev, speed, masked
         self.ids, self.given = ids.clone(), {k: v.clone() for k, v in given.items()}   # static, as start
-        self.mean, self.std = _normalisation(mean, std, dev, speed)
+        self.mean, self.std = _normalisation(mean, std, dev)
         buffers = dict(model.named_buffers())
 
         def forward(p, x):
@@ -441,15 +370,9 @@ class _ClientSteps:
         self.grad_one = grad(step_loss, has_aux=True)
         self.one_reduction = dev.type != "cpu"   # clip norms: the CPU keeps the reference's order of sums (bit-identical)
         self.stats = None
-        if speed.flat_sgd:
-            self.flat = FlatModels(start, states, cfg, lr, lr_on_device=fixed and speed.cuda_graphs,
-                                   frozen=self.frozen)
-            self.params = self.flat.params
-        else:
-            self.lr = lr
-            self.params = {k: v.unsqueeze(0).repeat(n, *[1] * v.dim()) for k, v in start.items()}
-            self.momentum = {k: torch.stack([s[k] if s is not None else torch.zeros_like(v) for s in states])
-                             for k, v in start.items()}
+        self.flat = FlatModels(start, states, cfg, lr, lr_on_device=fixed and speed.cuda_graphs,
+                               frozen=self.frozen)
+        self.params = self.flat.params
         # The fixed-shape steps: one for the steps where every client still training has a full batch, one (masked
         # steps) for those where some have a partial one, padded (two graphs: the full steps keep plain batch norm).
         # None: those steps run eagerly on un-padded batches (the reference path).
@@ -482,7 +405,7 @@ class _ClientSteps:
 
     def run(self, tasks: list[Task]) -> tuple[dict, torch.Tensor]:
         """Every task's steps; returns the parameters (stacked) and per-client stats (on the device)."""
-        n, dev, speed = self.n, self.dev, self.speed
+        n, dev = self.n, self.dev
         stacked = _stack_tasks(tasks)
         sizes = np.zeros((n, max(t.steps for t in tasks)), dtype=np.int64)
         for i, t in enumerate(tasks):
@@ -492,12 +415,12 @@ class _ClientSteps:
             real = torch.as_tensor(np.where(sizes == 0, full_size, sizes), device=dev)
             valid = torch.arange(full_size, device=dev) < real[..., None]                 # (n, S, B)
         # Which clients take a full / a partial batch at each step: index tensors built before the loop, so the
-        # step loop itself makes no host-to-device copies (sync_free: all of them in two copies).
+        # step loop itself makes no host-to-device copies (all of them in two copies).
         fulls = [np.flatnonzero(sizes[:, s] == full_size) for s in range(sizes.shape[1])]
         partials = [np.flatnonzero((sizes[:, s] > 0) & (sizes[:, s] < full_size)) for s in range(sizes.shape[1])]
         actives = [np.concatenate([f, p]) for f, p in zip(fulls, partials)]
-        idxs = _on_device(actives, dev, speed.sync_free)
-        masks = _on_device(list(sizes.T > 0), dev, speed.sync_free)
+        idxs = _on_device(actives, dev)
+        masks = _on_device(list(sizes.T > 0), dev)
         every = torch.ones(n, dtype=torch.bool, device=dev)
         for s, (full, partial, active, idx, mask) in enumerate(zip(fulls, partials, actives, idxs, masks)):
             whole = len(active) == n and (active == np.arange(n)).all()
@@ -524,12 +447,7 @@ class _ClientSteps:
                     grads.setdefault(k, []).append(v[None])
                 aux.append(a[None])
             grads = {k: torch.cat(v) for k, v in grads.items()}
-            if speed.flat_sgd:
-                self.flat.step(grads, None if whole else idx, None if whole else mask,
-                               one_reduction=self.one_reduction)
-            else:
-                grads = {k: g for k, g in grads.items() if k not in self.frozen}
-                VectorizedEngine._sgd(self.cfg, self.params, self.momentum, grads, None if whole else idx, self.lr)
+            self.flat.step(grads, None if whole else idx, None if whole else mask, one_reduction=self.one_reduction)
             aux = torch.cat(aux)
             if self.stats is None:
                 self.stats = torch.zeros(n, aux.shape[1], device=dev)
@@ -556,10 +474,8 @@ def _stacked(results: list[dict]) -> dict:
     return {k: torch.stack([r[k] for r in results]) for k in results[0]} if results else {}
 
 
-def _on_device(arrays: list[np.ndarray], dev, one_copy: bool) -> list[torch.Tensor]:
-    """The arrays (one dtype) as tensors on dev: in one host-to-device copy, or one copy each."""
-    if not one_copy:
-        return [torch.as_tensor(a, device=dev) for a in arrays]
+def _on_device(arrays: list[np.ndarray], dev) -> list[torch.Tensor]:
+    """The arrays (one dtype) as tensors on dev, in one host-to-device copy."""
     return list(torch.as_tensor(np.concatenate(arrays), device=dev).split([len(a) for a in arrays]))
 
 

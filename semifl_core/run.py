@@ -85,8 +85,8 @@ class Experiment:
             speed = dataclasses.replace(speed, bf16=True)
         self.speed = speed.check(device)
         self.mean, self.std = data.mean, data.std
-        if self.speed.sync_free:   # on the device once, not copied there by every normalisation
-            self.mean, self.std = (torch.as_tensor(v, dtype=torch.float32, device=device) for v in (self.mean, self.std))
+        # on the device once, not copied there by every normalisation
+        self.mean, self.std = (torch.as_tensor(v, dtype=torch.float32, device=device) for v in (self.mean, self.std))
         self.method_round = cfg.method.round_function()
         labels = data.y_train.cpu().numpy()
         server, clients, labeled = make_split(cfg, labels)

@@ -53,7 +53,7 @@ def clip_coefficients(grads: list, max_norm: float, one_reduction: bool) -> torc
 
 
 class FlatModels:
-    """The parameters and SGD momentum of n models (Speed.flat_sgd) in two flat buffers laid out tensor after tensor:
+    """The parameters and SGD momentum of n models in two flat buffers laid out tensor after tensor:
     tensor k of all n models is one contiguous (n, *shape_k) block, so `params` are views that vmap and
     functional_call take as they are, and each elementwise operation of an SGD step is one kernel over all tensors of
     all models. Updated in place (a captured CUDA graph keeps pointing at the same memory)."""

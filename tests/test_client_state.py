@@ -163,7 +163,7 @@ def test_kept_steps_take_each_calls_states(dyn):
     graphs that read the same memory): a kept step trains with the new call's states, exactly as a fresh one."""
     from semifl_core.engine import Speed
     cfg = profile("smoke", rounds=3, algorithm="test-dyn", dyn_alpha=0.1, engine="vectorized")
-    speed = Speed(sync_free=True, flat_sgd=True, masked_steps=True, one_forward=True)
+    speed = Speed(masked_steps=True, one_forward=True)
     st = _rounds(cfg.replace(engine="sequential"), 1)
     zeroed = copy.deepcopy(st)
     zeroed.method[KEY] = {c: zeros(cfg, h) for c, h in zeroed.method[KEY].items()}

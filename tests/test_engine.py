@@ -88,13 +88,13 @@ def test_engine_leaves_the_start_model_untouched():
 
 
 def test_sgd_step_matches_hand_computation():
-    """One vectorized step on a linear model: clip, weight decay, momentum, Nesterov, written out by hand."""
+    """One vectorized step (FlatModels) on a linear model: clip, weight decay, momentum, Nesterov, written out by
+    hand."""
+    from semifl_core.sgd import FlatModels
     cfg = profile("smoke", weight_decay=0.1, momentum=0.9, nesterov=True, clip_norm=1.0)
-    eng = VectorizedEngine(cfg, (0.0,), (1.0,))
-    p = {"w": torch.tensor([[1.0, 2.0]])}
-    buf = {"w": torch.tensor([[0.5, 0.5]])}
-    g = {"w": torch.tensor([[3.0, 4.0]])}          # norm 5 -> clipped to norm 1: [0.6, 0.8]
-    eng._sgd(cfg, p, buf, g, None, lr=0.1)
+    flat = FlatModels({"w": torch.tensor([1.0, 2.0])}, [{"w": torch.tensor([0.5, 0.5])}], cfg, lr=0.1)
+    flat.step({"w": torch.tensor([[3.0, 4.0]])})   # norm 5 -> clipped to norm 1: [0.6, 0.8]
+    p, buf = flat.params, flat.views(flat.m)
     gc = torch.tensor([0.6, 0.8]) * (1.0 / (5.0 + 1e-6)) * 5.0
     d = gc + 0.1 * torch.tensor([1.0, 2.0])
     new_buf = 0.9 * torch.tensor([0.5, 0.5]) + d

@@ -1,5 +1,5 @@
-"""engine.Speed: how the engines run, never what they compute. On a CPU the default switches but one_forward must give
-bit-identical results to the code paths from before them (Speed.baseline); one_forward (one forward of the fix and mix
+"""engine.Speed: how the engines run, never what they compute. On a CPU the sequential engine trains bit-identically to
+torch.optim.SGD with clip_grad_norm_ (its readable form, written here); one_forward (one forward of the fix and mix
 batches) equals two forwards to float rounding; each switch is also checked on its own against its reference
 (torch.optim.SGD, the per-batch sBN loop, two forwards). The CUDA-only paths (graphs, bf16) are tested on a GPU."""
 import dataclasses
@@ -15,7 +15,7 @@ from float_bound import assert_near, longest_sum, rtol
 from semifl_core import sbn
 from semifl_core.config import ConfigError, profile
 from semifl_core.data import synthetic
-from semifl_core.engine import SequentialEngine, Speed, VectorizedEngine
+from semifl_core.engine import SequentialEngine, Speed, VectorizedEngine, model_inputs, module_net
 from semifl_core.sgd import FlatModels, clip_grads_, sgd_
 from semifl_core.methods import semifl
 from semifl_core.models import SmallCNN, WideResNet, make_model
@@ -80,24 +80,19 @@ def _assert_trained_alike(got, ref, sizes, epochs: int = 2):
 def test_baseline_is_all_off_and_default_turns_on_what_keeps_results():
     assert not any(dataclasses.asdict(Speed.baseline()).values())
     cpu = Speed.default("cpu")
-    assert cpu.sync_free and cpu.flat_sgd                          # bit-identical on a CPU (tests below)
     assert cpu.one_forward and Speed.default("cuda").one_forward    # equal to float rounding (tests below)
     assert not cpu.cuda_graphs and not cpu.sbn_one_pass and not cpu.bf16
     gpu = Speed.default(torch.device("cuda"))
     assert gpu.cuda_graphs and gpu.sbn_one_pass and not gpu.bf16    # fp32 stays the default
     assert gpu.masked_steps and not cpu.masked_steps and not gpu.compile   # as measured on an H200 (BENCHMARKS.md)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        cpu.flat_sgd = False
+        cpu.cuda_graphs = True
 
 
-@pytest.mark.parametrize("speed", [Speed(cuda_graphs=True, flat_sgd=True, sync_free=True),
-                                   Speed(cuda_graphs=True), Speed(cuda_graphs=True, flat_sgd=True)])
+@pytest.mark.parametrize("speed", [Speed(cuda_graphs=True), Speed(cuda_graphs=True, masked_steps=True)])
 def test_switches_this_device_cannot_run_are_refused_in_one_line(speed):
-    """Also on a GPU: graphs without flat_sgd, or without sync_free (a host-to-device copy inside a capture fails
-    mid-capture: seen on an H100, 2026-11-26)."""
-    field = "cuda_graphs" if speed.cuda_graphs else "bf16"
-    allowed = CUDA and (speed.flat_sgd and speed.sync_free if speed.cuda_graphs else torch.cuda.is_bf16_supported())
-    if allowed:
+    field = "cuda_graphs"
+    if CUDA:
         pytest.skip("this machine's GPU runs the switch: allowed here")
     with pytest.raises(ConfigError) as err:
         speed.check("cuda" if CUDA else "cpu")
@@ -137,41 +132,57 @@ def test_speed_is_not_part_of_the_config_or_its_run_key():
 
 
 # ---------------------------------------------------------------------- bit-identical on a CPU
-@pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
+def _torch_optim(kind, sizes=(23, 30, 7, 18)):
+    """_train's sequential training written with torch.optim.SGD and clip_grad_norm_: per task the start weights and
+    the task's momentum, then every step's loss backward, clipped, stepped. (weights, momentum, stats, losses) as
+    the engine returns them."""
+    cfg = profile("smoke", local_epochs=2.0)
+    torch.manual_seed(0)
+    model = make_model(cfg, 3)
+    tasks, loss_fn = _tasks(kind, sizes, cfg)
+    states = _states(model, len(sizes))
+    start = {k: v.detach().clone() for k, v in model.state_dict().items()}
+    params = dict(model.named_parameters())
+    mean, std = (torch.as_tensor(v, dtype=torch.float32) for v in (DATA.mean, DATA.std))
+    weights, momenta, stats, losses = {k: [] for k in params}, [], [], []
+    for task, state in zip(tasks, states):
+        model.load_state_dict(start)
+        f = module_net(model, EXACT, {k: start[k].clone() for k in params})
+        opt = torch.optim.SGD(params.values(), lr=0.05, momentum=cfg.momentum, weight_decay=cfg.weight_decay,
+                              nesterov=cfg.nesterov)
+        for k, p in params.items():
+            if state is not None:
+                opt.state[p]["momentum_buffer"] = state[k].clone()
+        total = 0
+        for s in range(task.steps):
+            loss, aux = loss_fn(f, model_inputs(task.batch(s, int(task.size[s])), mean, std))
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params.values(), cfg.clip_norm)
+            opt.step()
+            total = total + torch.cat([loss.detach()[None], aux])
+            losses.append(loss.item())
+        for k, p in params.items():
+            weights[k].append(p.detach().clone())
+        momenta.append({k: opt.state[p]["momentum_buffer"] for k, p in params.items()})
+        stats.append(total)
+    return {k: torch.stack(v) for k, v in weights.items()}, momenta, torch.stack(stats), losses
+
+
 @pytest.mark.parametrize("kind", ["fix-mix", "fixmatch"])
-def test_default_speed_trains_bit_identically_to_the_baseline_on_a_cpu(engine, kind):
-    """Different step counts, partial batches, clients that run out of steps, momentum from a state or none."""
-    base = _train(engine, Speed.baseline(), kind)
-    fast = _train(engine, EXACT, kind)
-    for k in base[0]:
-        assert torch.equal(base[0][k], fast[0][k]), k
-    for a, b in zip(base[1], fast[1]):
+def test_sequential_engine_trains_bit_identically_to_torch_optim_sgd_on_a_cpu(kind):
+    """Different step counts, partial batches, clients that run out of steps, momentum from a state or none: the
+    engine's foreach SGD, its device-side sums and its losses read once equal the plain torch.optim loop bit for
+    bit."""
+    ref, got = _torch_optim(kind), _train(SequentialEngine, EXACT, kind)
+    assert profile("smoke").clip_norm > 0
+    for k in ref[0]:
+        assert torch.equal(ref[0][k], got[0][k]), k
+    for a, b in zip(ref[1], got[1]):
         assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert torch.equal(base[2], fast[2])
-    assert base[3] == fast[3]                                       # the sequential engine's per-step losses
+    assert torch.equal(ref[2], got[2]) and ref[3] == got[3]
     start = dict(make_model(profile("smoke"), 3).named_parameters())
-    assert not torch.equal(fast[0]["fc.weight"][0], start["fc.weight"].detach())   # it trained
-
-
-@pytest.mark.parametrize("overrides", [dict(engine="sequential"),
-                                       dict(engine="vectorized", momentum=0.5, nesterov=False, clip_norm=0.0,
-                                            threshold=0.1),
-                                       dict(engine="sequential", algorithm="fedavg-fixmatch", round_order="paper",
-                                            diagnostics=True)])
-def test_default_speed_gives_bit_identical_rounds_on_a_cpu(overrides):
-    """Whole rounds (pseudo-labels, clients, server fine-tuning with its diagnostics' losses, sBN, evaluation)."""
-    cfg = profile("smoke", rounds=3, **{"threshold": 0.2, **overrides})
-    out = []
-    for speed in (Speed.baseline(), EXACT):
-        exp = Experiment(cfg, DATA, torch.device("cpu"), speed)
-        st = exp.new_state()
-        rows = [{k: v for k, v in exp.round(st, r).items() if not k.startswith("time_")} for r in range(2)]
-        out.append((rows, st.model.state_dict(), st.client_states, st.server_state))
-    (rows_a, w_a, c_a, s_a), (rows_b, w_b, c_b, s_b) = out
-    assert pd.DataFrame(rows_a).equals(pd.DataFrame(rows_b)) and rows_a[-1]["clients_trained"] > 0
-    assert all(torch.equal(w_a[k], w_b[k]) for k in w_a)
-    assert c_a.keys() == c_b.keys() and all(torch.equal(c_a[c][k], c_b[c][k]) for c in c_a for k in c_a[c])
-    assert (s_a is None) == (s_b is None) and (s_a is None or all(torch.equal(s_a[k], s_b[k]) for k in s_a))
+    assert not torch.equal(got[0]["fc.weight"][0], start["fc.weight"].detach())   # it trained
 
 
 # ---------------------------------------------------------------------- one forward a client step
@@ -451,14 +462,6 @@ def test_masked_batch_norm_is_batch_norm_over_the_real_samples_whatever_the_padd
     assert not torch.equal(out[:4], F.batch_norm(padded, None, None, w, b, True, 0.0, 1e-5)[:4])   # unmasked differs
 
 
-@pytest.mark.parametrize("speed", [Speed(masked_steps=True), Speed(compile=True, sync_free=True)])
-def test_masked_steps_and_compile_without_flat_sgd_are_refused_in_one_line(speed):
-    field = "masked_steps" if speed.masked_steps else "compile"
-    with pytest.raises(ConfigError, match=rf"^{field}=True: needs flat_sgd=True.*allowed with flat_sgd=False: "
-                                          rf"{field}=False$"):
-        speed.check("cpu")
-
-
 @pytest.mark.parametrize("kind", ["fix-mix", "fixmatch", "sup"])
 def test_masked_steps_train_as_the_eager_partial_steps(kind, monkeypatch):
     """Speed.masked_steps: a step where some clients have a partial batch runs as one padded step with a mask of the
@@ -622,7 +625,7 @@ def test_graphs_captured_once_replay_three_rounds_as_eager_on_cuda(engine, full_
 @needs_cuda
 @pytest.mark.parametrize("engine", [SequentialEngine, VectorizedEngine])
 def test_no_host_synchronisation_grows_with_the_steps(engine):
-    """sync_free: the synchronising calls of a train call do not depend on how many steps it has."""
+    """The synchronising calls of a train call do not depend on how many steps it has."""
     def syncs(epochs):
         torch.cuda.set_sync_debug_mode("warn")
         try:
