@@ -1,5 +1,5 @@
-"""The command lines' shared parsing (`semifl`, scripts/bench.py, the Flower apps): an argparse that
-reports a usage error as one line, and `--set NAME=VALUE` overrides as typed config fields."""
+"""The command lines' shared parsing (`semifl`, scripts/bench.py, the Flower apps): an argparse that reports a usage
+error as one line, and `--set NAME=VALUE` overrides as typed config fields."""
 from __future__ import annotations
 
 import argparse
@@ -15,8 +15,7 @@ class Parser(argparse.ArgumentParser):
 
 
 def parse_sets(items: list[str]) -> dict:
-    """`--set NAME=VALUE ...` (repeatable, every one counts) as typed config overrides; a field given twice with
-    different values is refused."""
+    """`--set NAME=VALUE ...` as typed config overrides; a field given twice with different values is refused."""
     out = {}
     for item in items:
         name, eq, text = item.partition("=")

@@ -3,21 +3,15 @@
     nohup python -m semifl_core.campaign horizon few_labels > lane-a.log 2>&1 &
     nohup python -m semifl_core.campaign horizon few_labels > lane-b.log 2>&1 &     # a second lane shares the queue
 
-A queue is a notebook's name: the runs that notebook asks for and the store lacks, in the order it asks for them
-(found by executing it with SEMIFL_NO_TRAIN=1, which trains nothing, while report.run_all writes down each run it
-would train: SEMIFL_COLLECT). A study whose later runs depend on its earlier ones (a gate, a rule picking winners)
-queues what it asks for now; start the lane again once those are in. `confirmation` is the fresh-seed runs of the
-confirmation plan (report.confirmation), claim by claim, seed by seed.
+A queue is a notebook's name: the runs it asks for and the store lacks, in its order (notebook_queue); a study whose
+later runs depend on earlier ones (a gate, a rule picking winners) queues what it asks for now, so start the lane again
+once those are in. `confirmation`: the fresh-seed runs of report.confirmation's plan, claim by claim, seed by seed.
 
-A lane is one process with one torch thread (two such lanes are the best throughput of a 2-core machine,
-BENCHMARKS.md). It walks the named queues in order: a complete run is skipped, a run another lane (or any process)
-holds is skipped, any other run is claimed (results.try_hold, the lock `semifl run` takes) and trained, resuming
-from its checkpoint if it has one. Stopping: SIGTERM or Ctrl-C finishes the current round and checkpoints it (as
-`semifl run` does); `touch <results>/.stop-campaign` stops every lane after its current run. Starting the same
-command again resumes the campaign where it stopped. `python -m semifl_core.campaign --list horizon` prints each
-run and its state, with the CPU minutes still to train estimated from the committed runs; `--match TEXT` keeps only
-the runs whose label contains TEXT (e.g. `--match 'R=300 | SemiFL'`), to fit a lane to the time it has (checkpoints
-live in results/ on this machine only: a run that cannot finish here starts over elsewhere).
+A lane is one process with one torch thread (two lanes are a 2-core machine's best throughput, BENCHMARKS.md). It
+trains, in order, each run not complete and not held by another process, claiming it with results.try_hold (the lock
+`semifl run` takes) and resuming from its checkpoint. SIGTERM or Ctrl-C checkpoints after the current round; `touch
+<results>/.stop-campaign` stops every lane after its current run; the same command resumes. `--match TEXT` fits a lane
+to the time it has (checkpoints stay in this machine's results/: a run that cannot finish here starts over elsewhere).
 """
 from __future__ import annotations
 
@@ -40,8 +34,9 @@ NOTEBOOKS = REPO / "notebooks"
 
 
 def notebook_queue(name: str, results_dir="results") -> list[tuple[str, Config]]:
-    """The runs notebooks/<name>.ipynb asks for that results_dir lacks, in its order: the notebook executed once
-    with SEMIFL_NO_TRAIN=1 and SEMIFL_COLLECT (it trains nothing; its figures go to a temporary folder)."""
+    """The runs notebooks/<name>.ipynb asks for that results_dir lacks, in its order: the notebook executed once with
+    SEMIFL_NO_TRAIN=1 (it trains nothing; its figures go to a temporary folder) while report.run_all writes down each
+    run it would train (SEMIFL_COLLECT)."""
     with tempfile.TemporaryDirectory() as tmp:
         asked = Path(tmp) / "runs.jsonl"
         cmd = [sys.executable, "-m", "papermill", str(NOTEBOOKS / f"{name}.ipynb"), str(Path(tmp) / "out.ipynb"),
@@ -57,8 +52,7 @@ def notebook_queue(name: str, results_dir="results") -> list[tuple[str, Config]]
 
 
 def queue(names, match=(), results_dir="results") -> list[tuple[str, Config]]:
-    """The named queues, concatenated, each run once (the first label that names it); with `match`, only the runs
-    whose label contains one of its strings."""
+    """The named queues, concatenated, each run once (its first label); `match`: only labels containing one of them."""
     allowed = sorted([CONFIRMATION, *(p.stem for p in NOTEBOOKS.glob("*.ipynb"))])
     seen, out = set(), []
     for name in names:

@@ -3,9 +3,9 @@
     semifl run --profile small --dataset fashionmnist --set partition=dir-0.3 seed=1
     semifl sweep table3 --profile small --seeds 0 1 2          (on Ray: the [distributed] extra)
 
-torch and pandas are imported only by the commands that use them, so `semifl --help` and `semifl profiles` answer
-at once. Every error is one line on stderr, `semifl: <what is wrong and what is allowed>`: exit code 2 for bad
-input or a damaged results store, 1 when training fails or the results directory's disk fills, 130 when interrupted.
+torch and pandas are imported only by the commands that use them, so `semifl --help` and `semifl profiles` answer at
+once. Every error is one line on stderr, `semifl: <what is wrong and what is allowed>`: exit code 2 for bad input or a
+damaged results store, 1 when training fails or the results directory's disk fills, 130 when interrupted.
 """
 from __future__ import annotations
 
@@ -116,8 +116,7 @@ def main(argv=None) -> int:
 
 
 def _exit_code(err: Exception) -> int | None:
-    """2 for bad input or a damaged store, 1 for training or a file system that failed, None for a bug (shown in
-    full)."""
+    """2 for bad input or a damaged store, 1 for failed training or file system, None for a bug (shown in full)."""
     if isinstance(err, ConfigError):
         return 2
     if isinstance(err, OSError):   # disk full, permission denied: the message names the file
@@ -216,8 +215,7 @@ def _sweep(args) -> int:
 
 
 def _runs(results_dir, clean: bool) -> int:
-    """`semifl runs [--clean]`: the runs and their state. Only directories the store made are runs (results.is_run);
-    everything else is named once and left alone. --clean says what it will remove, then removes exactly that."""
+    """`semifl runs [--clean]`: the runs and their state; what is not a run (results.is_run) is named and left alone."""
     from .results import list_runs, not_runs, remove_incomplete, removable, store_root
     where = store_root(results_dir).resolve()
     for other in not_runs(results_dir):

@@ -2,42 +2,34 @@
 
 Every switch that a table of the paper ablates is a field here:
 
-=====================  ===========================================================
+=====================  ===============================================================================================
 field                  paper item
-=====================  ===========================================================
-finetune               Table 2 "Fine-tune global model with labeled data"
-                       (False = "parallel": server trains beside the clients and
-                       gets weight 1/2 in the average)
-global_pseudo_labels   Table 2 "Generate pseudo-labels with global model"
-                       (False = pseudo-label every batch with the training model)
+=====================  ===============================================================================================
+finetune               Table 2 "Fine-tune global model with labeled data" (False = "parallel": server trains beside
+                       the clients and gets weight 1/2 in the average)
+global_pseudo_labels   Table 2 "Generate pseudo-labels with global model" (False: every batch by the training model)
 mix_loss               Table 5 Mixup
 sbn_source             Table 3 sBN statistics ("server" or "all")
 local_epochs           Table 5 E (fractional = that fraction of an epoch)
 global_momentum        Table 5 beta_g
 partition              Table 1 columns (iid, non-iid-l-K, dir-ALPHA)
-round_order            Algorithm 1 ("paper": fine-tune first, once more after the last
-                       round) vs the authors' code ("code": fine-tune at the end of
-                       each round)
-labels_at              where the labels are: server (SemiFL), clients (FedDure: client_labels
-                       per class at every client, spread by labeled_partition), one-client
-labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition) =
-                       (IID,IID), (IID,DIR), (DIR,DIR)
-pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau,
-                       or class-balanced (CBAFed), aligned (ReMixMatch), client-adaptive ((FL)^2),
-                       global-adaptive (FreeMatch over the round's clients)
-fedrs_alpha            FedRS's restricted softmax in SemiFL's client loss: the logits of the
-                       classes a client does not hold scaled by alpha (1: off)
-ntd_beta, ntd_tau      FedNTD's not-true distillation in SemiFL's client loss: beta (0: off) and
-                       the temperature tau of its KL term on the fix samples
+round_order            Algorithm 1 ("paper": fine-tune first, once more after the last round) vs the authors' code
+                       ("code": fine-tune at the end of each round)
+labels_at              where the labels are: server (SemiFL), clients (FedDure: client_labels per class at every
+                       client, spread by labeled_partition), one-client
+labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition) = (IID,IID), (IID,DIR), (DIR,DIR)
+pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau, class-balanced (CBAFed),
+                       aligned (ReMixMatch), client-adaptive ((FL)^2), global-adaptive (FreeMatch, the round's clients)
+fedrs_alpha            FedRS's restricted softmax in the client loss: absent classes' logits scaled by alpha (1: off)
+ntd_beta, ntd_tau      FedNTD's not-true distillation in SemiFL's client loss: weight beta (0: off), temperature tau
 vls_lambda             FedVLS's vacant-class distillation in SemiFL's client loss (0: off)
-vls_variant            term: that distillation alone (on the fix samples); released: FedVLS's
-                       released client loss (prior-corrected CE, LADE, the KL on every image)
+vls_variant            term: that distillation alone (on the fix samples); released: FedVLS's released client loss
+                       (prior-corrected CE, LADE, the KL on every image)
 frozen_head            FedBABU in SemiFL's clients: the classifier head not trained locally
 precision              fp32, or bf16: training in bfloat16 autocast (fp32 master weights)
-rng_streams            where a round's randomness comes from: one stream for the round
-                       ("round") or one per client ("client"), which a client drawing
-                       in its own process (the Flower app) can reproduce
-=====================  ===========================================================
+rng_streams            where a round's randomness comes from: one stream for the round ("round") or one per client
+                       ("client"), which a client drawing in its own process (the Flower app) can reproduce
+=====================  ===============================================================================================
 """
 from __future__ import annotations
 
@@ -68,12 +60,11 @@ PROFILES = ("paper", "small", "long", "smoke")
 CLIENT_STREAM_METHODS = (SEMIFL, FEDAVG_FIXMATCH)   # their round is semifl_round, which draws per-client streams
 
 
-# float32's largest finite value: training runs in float32, a float field above it overflows (torch refuses to convert
-# it), and below it a value that overflows in training is reported as divergence (run.keep_round)
+# float32's largest value: a float field above it overflows (torch refuses to convert it); below it, a value that
+# overflows in training is reported as divergence (run.keep_round)
 FLOAT32_MAX = 3.4028234663852886e38
-# A round's batch plan (tasks.make_tasks: steps x batch sample indices, every one gathered and augmented before the
-# round trains) holds at most this many samples: 16 GiB of int64 indices and 1.5 TiB of images before augmentation
-# even at 768 bytes an image (the smallest here, synthetic's 3x16x16); no machine holds that.
+# The most samples a round's batch plan (tasks.make_tasks: steps x batch indices, all gathered and augmented before
+# training) may hold: 16 GiB of int64 indices, 1.5 TiB of images even at synthetic's 768 bytes; no machine holds that.
 PLAN_LIMIT = 2 ** 31
 IMAGE_SHAPE = {"cifar10": (3, 32, 32), "cifar100": (3, 32, 32), "svhn": (3, 32, 32), "fashionmnist": (1, 28, 28),
                "mnist": (1, 28, 28), "synthetic": (3, 16, 16)}
@@ -111,17 +102,12 @@ class Config:
     mixup_alpha: float = 0.75            # a, lambda ~ Beta(a, a)
     mix_loss: bool = True
     global_pseudo_labels: bool = True
-    pseudo_label_rule: str = "fixed"     # which global pseudo-labels enter the fix set (methods/pseudo_labels.py):
-                                         # fixed (Eq. 3) | class-balanced | aligned | client-adaptive |
-                                         # global-adaptive
-    fedrs_alpha: float = 1.0             # FedRS (Li and Zhan, KDD 2021): a client's loss scales the logits of the
-                                         # classes it does not hold (< 5 % of its fix set) by alpha; 1 = off
-    ntd_beta: float = 0.0                # FedNTD (Lee et al., NeurIPS 2022): beta of the not-true distillation term
-    ntd_tau: float = 1.0                 # on a client's fix samples, and its temperature; beta 0 = off
-    vls_lambda: float = 0.0              # FedVLS (Guo et al., AAAI 2025): lambda of the distillation over a client's
-                                         # vacant classes (no pseudo-label in its fix set); 0 = off
-    vls_variant: str = "term"            # term: that distillation alone | released: FedVLS's released client loss
-                                         # (methods/skew_losses.FedVLS: its absent classes are < 5 % of the fix set)
+    pseudo_label_rule: str = "fixed"     # fixed (Eq. 3) | the rules of methods/pseudo_labels.py
+    fedrs_alpha: float = 1.0             # FedRS (Li and Zhan, KDD 2021); a class not held: < 5 % of the fix set
+    ntd_beta: float = 0.0                # FedNTD (Lee et al., NeurIPS 2022)
+    ntd_tau: float = 1.0
+    vls_lambda: float = 0.0              # FedVLS (Guo et al., AAAI 2025); vacant: no pseudo-label in the fix set
+    vls_variant: str = "term"            # term | released (methods/skew_losses.FedVLS: absent is < 5 % of the fix set)
     frozen_head: bool = False            # FedBABU (Oh et al., ICLR 2022): the clients do not train the classifier
     client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
     # server (labeled) training
@@ -143,27 +129,20 @@ class Config:
     strong_aug: str = "semifl"           # semifl: the authors' RandAugment variant | fixmatch
     # three details where the authors' code runs otherwise than ours (docs/authors_implementation.md); ours are the
     # defaults: Eq. (4)'s mix set is a set drawn once a round, and the paper names neither image detail
-    mix_draws: str = "set"               # set: |fix| draws a round, reused every epoch | per-read: a fresh draw per read
+    mix_draws: str = "set"               # set: |fix| draws a round, reused every epoch | per-read: a draw per read
     shear_resample: str = "nearest"      # ShearX/Y resampling: nearest (PIL's default) | bilinear (the authors')
     cutout_size: str = "scaled"          # CutoutConst's 40 px: scaled with the image (35 px at 28x28) | fixed
-    # (FL)^2 (methods/fl2.py)
     # measurement
     eval_every: int = 1
     diagnostics: bool = False            # also evaluate each client model, the average, the aggregate (run.py)
     # label placement (SemiFL: the server's N_S; FedDure: a few per class at every client)
     labels_at: str = SERVER              # server | clients | one-client (methods.PLACEMENTS)
-    client_labels: int = 5               # labeled images per class per client (labels_at=clients; one-client: at
-                                         # client 0), FedDure's 5
-    labeled_partition: str = "iid"       # how the clients' labeled images are spread: iid (exactly client_labels
-                                         # per class each) | dir-ALPHA (the pool split by Dirichlet(ALPHA))
-    # randomness of a round: "round" draws every client's pseudo-labeling view, fix/mix draws, batch plans and
-    # augmentations from the round's one stream (seed, r), in turn; "client" gives client c its own (seed, r, c), so
-    # a client in its own process (semifl_core/flower) draws what the in-process harness draws for it. Same method,
-    # other random numbers: runs of the two are equal in distribution, not in value.
-    rng_streams: str = "round"
+    client_labels: int = 5               # images per class per labeled client (one-client: client 0); FedDure's 5
+    labeled_partition: str = "iid"       # iid: client_labels per class each | dir-ALPHA: a Dirichlet(ALPHA) split
+    rng_streams: str = "round"           # round: (seed, r) | client: (seed, r, c): equal in distribution, not in value
     # arithmetic (changes results: in the run key)
-    precision: str = "fp32"              # fp32 | bf16: the training forward/backward in bfloat16 autocast, fp32 master
-                                         # weights, gradients and loss (BENCHMARKS.md, "CPU switch rules")
+    precision: str = "fp32"              # fp32 | bf16: bfloat16 autocast, fp32 weights, gradients and loss
+                                         # (BENCHMARKS.md, "CPU switch rules")
     # execution (does not change results)
     engine: str = "auto"                 # auto: vectorized on a GPU, sequential on a CPU (faster there, BENCHMARKS.md)
     # the fields the method declares for itself (methods.Field), as sorted (name, value) pairs: read them as
@@ -366,8 +345,7 @@ class Config:
             if (value * m) % self.num_classes:
                 bad("partition", f"K * {'(num_clients - 1)' if m < self.num_clients else 'num_clients'} must be a "
                                  f"multiple of the number of classes ({self.num_classes})")
-            # partition.non_iid_label cuts each class's client samples into K * M / classes shards: a shard (and a
-            # client holding only empty shards) would be empty if the rarest class had fewer samples than shards
+            # partition.non_iid_label cuts each class's client samples into K * M / classes shards: none may be empty
             shards = value * m // self.num_classes
             pool = rarest - (per_class if self.method.labels == "server" else 0)
             if self.federated and shards > pool:
@@ -402,16 +380,13 @@ class Config:
         return self
 
     def _check_batches(self, bad, n_train: int) -> None:
-        """Batches and batch plans of absurd size. A batch larger than the data it draws from is one batch of all of
-        it padded to the batch size (tasks.epoch_batches; the padding is gathered and augmented too), as the authors'
-        loaders give one batch of all of it. The server's batch is refused above its labeled set; a client's share
-        depends on the partition and a profile's batch may exceed a small dataset's shares (FL2's 32 on synthetic),
-        so the clients' batch is refused above all the clients' samples together (no client holds more, nor
-        FixMatch's pooled set). A round's batch plan (steps x batch indices, each gathered and augmented before
-        training) is refused above PLAN_LIMIT samples."""
+        """Batches and batch plans of absurd size. A batch larger than its data is one batch of all of it, padded
+        (tasks.epoch_batches; the padding is augmented too), as the authors' loaders give one batch of all of it. The
+        server's batch is refused above its labeled set; the clients' above all their samples together (no client,
+        nor FixMatch's pooled set, holds more), as a share depends on the partition and a profile's batch may exceed a
+        small dataset's shares (FL2's 32 on synthetic). A round's batch plan is refused above PLAN_LIMIT samples."""
         has_server = self.labels_at == SERVER and self.method.labels != "clients"
-        # the clients' data: every sample but the server's N_S (all of them when the server holds none, or when the
-        # labels are at the clients)
+        # the clients' data: every sample but the server's N_S (all of them when the server holds none)
         pool = n_train - (self.num_supervised if has_server and self.method.labels == "server" else 0)
         if self.reads("client_batch") and self.client_batch > pool:
             bad("client_batch", f"larger than the data it draws from: at most {pool}, all the clients' samples "
@@ -487,12 +462,11 @@ class Config:
         return Config.build(values).validate()
 
 
-# Fields that change how a run executes, not the algorithm (left out of the run key, like the device: the
-# numbers differ only by float rounding, amplified by training to seed-noise level; see BENCHMARKS.md).
+# Fields that change how a run executes, not the algorithm (left out of the run key, like the device: the numbers
+# differ only by float rounding, amplified by training to seed-noise level; see BENCHMARKS.md).
 EXECUTION_FIELDS = ("engine",)
-# Switches added after runs were committed, with the value that reproduces the behaviour from before they existed:
-# at that value they are left out of the run key (and a stored config without them has that value), so adding a
-# switch never orphans the committed runs.
+# Switches added after runs were committed, with the value that reproduces the behaviour before them: at that value
+# they are left out of the run key (a stored config without them has it), so a new switch never orphans committed runs.
 LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": "keep", "split_seed": -1,
                 "labels_at": SERVER, "client_labels": 5, "labeled_partition": "iid", "feddure_variant": "paper",
                 "rng_streams": "round", "pseudo_label_rule": "fixed", "mix_draws": "set", "shear_resample": "nearest",
@@ -503,9 +477,8 @@ LATER_FIELDS = {"round_order": "code", "diagnostics": False, "server_momentum": 
 
 
 def run_key(config: dict) -> str:
-    """Hash of everything that changes results (`result_fields`): not execution-only fields, not the package version
-    (a release must not orphan every run; config.json records the version that trained a run). Works on a config
-    dict stored by an older version too."""
+    """Hash of `result_fields`, not of the package version (a release must not orphan every run; config.json records
+    the version that trained a run)."""
     return hashlib.sha256(json.dumps(result_fields(config), sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -604,12 +577,11 @@ PAPER_NUM_SUPERVISED = {"cifar10": (250, 4000), "svhn": (250, 1000), "cifar100":
 PAPER = dict(num_clients=100, active_rate=0.1, rounds=800, local_epochs=5.0, client_batch=10, server_epochs=5.0,
              lr=0.03, momentum=0.9, weight_decay=5e-4, nesterov=True, global_momentum=0.5, threshold=0.95,
              mixup_alpha=0.75, sbn_source="all", norm="sbn", strong_aug="semifl")
-# CPU-sized (Fashion-MNIST, small CNN): every algorithmic value of Table 4 (tau, E=5 client and server epochs,
-# batches 10/10, lr 0.03 cosine, momentum, Nesterov, weight decay, beta_g, mixup a, M=100, C=0.1, fix+mix); only
-# the knobs that the paper's scale fixes and a CPU cannot are changed: N_S, the model, the rounds, the evaluation
-# cadence, and sBN statistics from the server's data (Appendix B's practical choice; Table 3 finds it equal).
-# N_S and the rounds are chosen by the rule in docs/profiles.md, from the supervised baselines and
-# the CPU budget only.
+# CPU-sized (Fashion-MNIST, small CNN): every algorithmic value of Table 4 (tau, E=5 client and server epochs, batches
+# 10/10, lr 0.03 cosine, momentum, Nesterov, weight decay, beta_g, mixup a, M=100, C=0.1, fix+mix); only what the
+# paper's scale fixes and a CPU cannot is changed: N_S, the model, the rounds, the evaluation cadence and sBN statistics
+# from the server's data (Appendix B's practical choice; Table 3 finds it equal). N_S and the rounds follow
+# docs/profiles.md's rule, from the supervised baselines and the CPU budget only.
 SMALL = dict(model="cnn", num_supervised=100, num_clients=100, active_rate=0.1, rounds=30, local_epochs=5.0,
              client_batch=10, server_batch=10, server_epochs=5.0, sbn_source="server", dataset="fashionmnist")
 # `small` trained 10x longer (37.5 % of the paper's T=800), fixed before any run of it: the training-length
@@ -617,9 +589,8 @@ SMALL = dict(model="cnn", num_supervised=100, num_clients=100, active_rate=0.1, 
 LONG = dict(rounds=300, eval_every=10)
 # A profile built on another takes that one's per-method defaults where it has none of its own.
 PROFILE_BASE = {"long": "small"}
-# Seconds: for tests and CI. tau 0.13: the clients train in every round (checked over seeds 0-9: 10-98 % of their
-# images pass in round 1, 60-100 % in round 2; at 0.5 none passed in two rounds, so the clients never trained) while
-# Eq. (3) still leaves some images out.
+# Seconds: for tests and CI. tau 0.13: the clients train in every round (seeds 0-9: 10-98 % of their images pass in
+# round 1, 60-100 % in round 2; at 0.5 none passed in two rounds) while Eq. (3) still leaves some images out.
 SMOKE = dict(dataset="synthetic", model="cnn", num_supervised=100, num_clients=10, active_rate=0.3, rounds=2,
              local_epochs=1.0, client_batch=10, server_batch=10, server_epochs=1.0, threshold=0.13,
              sbn_source="all")

@@ -1,7 +1,5 @@
-"""The one-line input error, at the bottom of the package so that any module may raise it (config re-exports it:
-`from semifl_core.config import ConfigError` is the usual spelling)."""
+"""The one-line input error, at the bottom of the package so that any module may raise it (config re-exports it)."""
 
 
 class ConfigError(ValueError):
-    """A config field, or another setting (an engine.Speed switch, a parameter), has a value that is not allowed. The
-    message is one line."""
+    """A setting (a config field, an engine.Speed switch, a parameter) has a disallowed value; one-line message."""

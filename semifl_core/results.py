@@ -2,18 +2,15 @@
 
 A run directory holds
   config.json      the resolved config and the package version (written first)
-  metrics.csv      one row per round (rewritten atomically at every checkpoint)
+  metrics.csv      one row per round (rewritten at every checkpoint)
   checkpoint.pt    everything needed to resume (while the run is incomplete; removed when it completes)
   model.pt         final and best-round global weights (optional: never committed, a run is complete without it)
-  summary.json     written LAST, atomically, with the sha256 of metrics.csv and model.pt and of itself. A run is
-                   complete when summary.json is intact, metrics.csv matches its checksum, model.pt (if present)
-                   matches its own, and the summary's numbers are those recomputed from metrics.csv. A config.json
-                   whose key is not the one in the directory's name makes the run corrupt, whatever its state.
+  summary.json     written last, with the sha256 of metrics.csv, of model.pt and of itself
   .lock            held (flock) by the one process that works on the run; the OS drops it when that process ends
-Every write goes to a temporary file, is fsync'ed, then renamed over the old one, so a crash while
-writing (or a full disk) leaves the previous good file in place; a failed write removes its temporary file. A
-checkpoint is a zip archive (torch.save) with a CRC-32 per member: a truncated, overwritten or bit-flipped one is
-found without unpickling it.
+A run is complete when summary.json is intact, metrics.csv and model.pt (if present) match its checksums and its
+numbers are metrics.csv's; a config.json whose key is not the directory name's makes the run corrupt, whatever its
+state. Every write goes to a temporary file, is fsync'ed, then renamed over the old one: a crash or a full disk leaves
+the previous good file. A checkpoint is a zip archive (torch.save) with a CRC-32 per member, checked without unpickling.
 """
 from __future__ import annotations
 
@@ -66,9 +63,8 @@ def disk_error(err: OSError, need: int, kept: str = "") -> DiskError:
 
 
 def check_writable(results_dir) -> None:
-    """Before a run trains: its results directory (made if missing) must take a small file. Read-only or not ours
-    to write: ResultsError, one line. Full: the OSError (ENOSPC), naming the directory, for run.run to say as
-    disk_error. The probe file has no name where the OS allows (O_TMPFILE) and is gone once closed."""
+    """Before a run trains: its results directory (made if missing) must take a small file. Read-only or not ours to
+    write: ResultsError, one line; full: the OSError (ENOSPC) naming the directory, for run.run to say as disk_error."""
     root = Path(results_dir)
     if root.exists() and not root.is_dir():
         raise ResultsError(f"results_dir {str(root)!r} is a file, not a directory; choose another --results-dir")
@@ -172,8 +168,7 @@ def _verify(path: Path, summary: dict) -> str:
 
 
 def checkpoint_problem(ckpt: Path) -> str:
-    """Why a checkpoint cannot be restored ("" when its zip structure and every member's CRC-32 are intact). Cheap:
-    it reads the archive once without unpickling anything."""
+    """Why a checkpoint cannot be restored ("" when its zip structure and CRC-32s are intact; nothing is unpickled)."""
     try:
         with zipfile.ZipFile(ckpt) as z:
             bad, names = z.testzip(), z.namelist()
@@ -248,10 +243,9 @@ _HELD: set = set()   # (run directory, thread) of every hold this process has no
 
 @contextmanager
 def hold(path: Path):
-    """Hold run directory `path` (made if missing) while the block runs: an exclusive flock on path/.lock, which the
-    OS drops when this process ends, however it ends. If another process holds it, wait, saying once which process.
-    A directory left holding nothing but the lock is removed on the way out. Re-entrant in the thread that holds the
-    directory already (a sweep worker's `try_hold`, then run.run's `hold`): the inner hold takes nothing."""
+    """Hold run directory `path` (made if missing) while the block runs: an exclusive flock on path/.lock, which the OS
+    drops when this process ends, however it ends; if another process holds it, wait, saying once which. Re-entrant in
+    the thread that holds it already (a sweep worker's `try_hold`, then run.run's `hold`)."""
     path = Path(path)
     if _key(path) in _HELD:   # this thread holds it already
         yield path
@@ -263,8 +257,8 @@ def hold(path: Path):
 
 @contextmanager
 def try_hold(path: Path):
-    """Claim run directory `path` (made if missing) without waiting: yields True, holding it as `hold` does while the
-    block runs, or False at once if another process holds it (`held_by(path)` says which); nothing is held then."""
+    """`hold` without waiting: yields True, holding `path` while the block runs, or False at once if another process
+    holds it (`held_by(path)` says which)."""
     path = Path(path)
     if _key(path) in _HELD:   # this thread holds it already
         yield True
@@ -310,8 +304,8 @@ def _acquire(path: Path, block: bool) -> int | None:
 
 
 def _held_elsewhere(fd: int, tries: int = 5) -> bool:
-    """Whether another process keeps its lock on fd's file: a process that only looks (held_by, `semifl runs`) holds
-    it for microseconds, so a few more tries 20 ms apart tell a look from a hold. False: fd holds the lock now."""
+    """Whether another process keeps its lock on fd's file: one that only looks (held_by, `semifl runs`) holds it for
+    microseconds, so a few more tries 20 ms apart tell a look from a hold. False: fd holds the lock now."""
     for _ in range(tries):
         time.sleep(0.02)
         try:
@@ -324,8 +318,7 @@ def _held_elsewhere(fd: int, tries: int = 5) -> bool:
 
 @contextmanager
 def _holding(path: Path, fd: int):
-    """The body of a hold: our pid in the lock file, the hold registered for re-entry; on the way out, a directory
-    left holding nothing but the lock removed, and the lock released."""
+    """A hold's body: our pid in the lock file, the hold registered; on exit, a directory of only the lock removed."""
     key = _key(path)
     _HELD.add(key)
     try:
@@ -404,8 +397,7 @@ def _run_name() -> re.Pattern:
 
 
 def is_run(path: Path) -> bool:
-    """A directory the store made: run_dir's naming, and a config.json or the store's lock in it. Nothing else in a
-    results directory is ever listed or removed."""
+    """A directory the store made (run_dir's naming, a config.json or the lock); nothing else is listed or removed."""
     path = Path(path)
     return (path.is_dir() and not path.is_symlink() and bool(_run_name().fullmatch(path.name))
             and ((path / "config.json").is_file() or (path / LOCK).is_file()))
@@ -418,7 +410,7 @@ def run_dirs(results_dir) -> list[Path]:
 
 
 def not_runs(results_dir) -> list[Path]:
-    """Everything else in a results directory (folders and files that the store did not make), sorted."""
+    """Everything else in a results directory, sorted."""
     root = store_root(results_dir)
     return sorted(p for p in root.iterdir() if not is_run(p)) if root.exists() else []
 

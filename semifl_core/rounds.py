@@ -56,9 +56,8 @@ class Round:
 
 
 def client_round(rnd: Round, seed: int, c: int) -> Round:
-    """Round r as client c draws it when every client has its own streams (Config.rng_streams="client"): generators
-    seeded with (seed, r, c), independent of the other clients and of the server's (seed, r), so the client draws
-    the same numbers in-process and in a process of its own (semifl_core/flower). Shares rnd's record."""
+    """Round r as client c draws it with its own streams (Config.rng_streams="client", seeded with (seed, r, c)): the
+    same numbers in-process and in a process of its own (semifl_core/flower). Shares rnd's record."""
     g_seed = int(np.random.SeedSequence([seed, rnd.r, c, 1]).generate_state(1, np.uint64)[0])
     return dataclasses.replace(rnd, rng=np.random.default_rng([seed, rnd.r, c, 0]),
                                g=torch.Generator(rnd.device).manual_seed(g_seed))

@@ -4,43 +4,25 @@
     result = sweep([profile("smoke", seed=s) for s in range(4)], "results")        # a local Ray instance
     result = sweep(configs, "/shared/results", address="ray://head:10001", num_gpus=0.5)   # a cluster, 2 runs a GPU
 
-The design, in the order a sweep goes:
-
-* The results store is the only record. Every run writes its own directory (results.run_dir), exactly as
-  `semifl run` does, because each task calls run.run. The driver reads the store first: complete runs are reused and
-  never reach Ray (a sweep of complete runs does not even start Ray); the others are handed to Ray, where run.run
-  resumes a checkpointed run from its checkpoint. A sweep that dies is therefore resumed by sweeping again.
-* One process per run. A task first claims its run directory with results.try_hold: the same flock on
-  <run>/.lock that results.hold (and so run.run) takes, without waiting, kept while run.run trains (run.run's own hold
-  is re-entrant in the thread that holds the claim). The OS drops the flock when the process ends, however it ends.
-* A run that another process holds (a second sweep on the same grid, a `semifl run`, a notebook) is not waited for
-  at first: its task returns at once, so the Ray worker moves on to runs nobody is training, and the run is
-  *deferred*. When every other run is done, the deferred runs go to Ray again, this time waiting for the holder
-  (run.run's blocking hold): each then reuses the holder's result once it is complete, or, if the holder died,
-  resumes the run from its checkpoint. Two sweeps over one grid thus share it out, and no run is trained twice (the
-  flock, and run.run's second look at the store once it holds the directory).
-* Resources: one CPU a task; on a CPU, torch uses one thread in it (two 1-thread processes beat one 2-thread process,
-  BENCHMARKS.md). Where the Ray cluster has GPUs, `num_gpus` a task (default 1/K for K = `runs_per_gpu`, the runs a
-  GPU trains at once, as run_all's; so 1 by default, and a fraction such as 0.5 puts two runs on one GPU); Ray makes
-  the task's GPU its only visible one. Without GPUs the tasks train on the CPU. K runs' memory is checked against this
-  machine's GPU where it has one (the usual head node of a one-machine cluster); Ray knows no GPU's memory.
-* Stopping: Ctrl-C or SIGTERM stops a sweep as run_all's processes stop: no run starts any more, each running one
-  finishes its round and writes its checkpoint (ray.cancel raises KeyboardInterrupt in the task through the SIGINT
-  handler that run.run installs for its rounds), the driver waits STOP_WAIT_S at most for them, then raises
-  KeyboardInterrupt with one line saying what is left. Sweeping again resumes.
-* Ray itself is imported only inside these functions (the default install has no ray). A sweep uses the Ray instance
-  this process is connected to, else calls ray.init(address): None follows Ray's rule (RAY_ADDRESS, else a cluster
-  that `ray start` began on this machine, else a new local instance); "ray://HOST:10001" or "HOST:6379" names a
-  cluster. Ray is left up for the next sweep of the process (a notebook's grids pay the start-up once); ray.shutdown()
-  ends it, as does the end of the process. On a cluster every node needs this package installed and must see the
-  results directory at the same absolute path, on a file system where flock works across machines (NFSv4, Lustre,
-  CephFS): claims on each node's own disk would not see one another.
-* Progress: one text tqdm bar over the runs (text, like report.run_all's, so committed notebooks render it), with
-  done / running / queued / waiting / failed. `running` counts runs whose directory is held right now.
-* Failures: a run that fails does not stop the others. The sweep returns a SweepResult in which a failed run has no
-  summary and a one-line error; it prints those lines after the bar (on stderr, as the bar), and SweepResult.check()
-  (report.run_all calls it) raises SweepError naming them. A failed run is never counted as done. A corrupt run
-  directory stops the sweep before it starts (results.ResultsError, as `semifl run` does).
+* The store is the only record: each task calls run.run, which writes the run's directory as `semifl run` does.
+  Complete runs are reused and never reach Ray (nor start it); the others resume from their checkpoints, so a sweep
+  that dies is resumed by sweeping again.
+* One process per run: a task claims its directory with results.try_hold (run.run's flock, without waiting). A run
+  another process holds (a second sweep, a `semifl run`, a notebook) is deferred: its task returns at once, and once
+  every other run is done it goes to Ray again, waiting for the holder, then reuses its result or resumes from its
+  checkpoint. Two sweeps over one grid thus share it out, and no run is trained twice (run.run looks at the store
+  again once it holds the directory).
+* Resources: one CPU (one torch thread) a task, and `num_gpus` where the cluster has GPUs. K runs' memory is checked
+  against this machine's GPU if it has one (the usual head node of a one-machine cluster): Ray knows no GPU's memory.
+* Stopping (Ctrl-C, SIGTERM) is run_all's: no run starts, each running one checkpoints after its round; after
+  STOP_WAIT_S at most, the driver raises KeyboardInterrupt with one line saying what is left.
+* Ray is imported only here (the default install has no ray). A sweep uses this process's Ray instance, else
+  ray.init(address): None follows Ray's rule (RAY_ADDRESS, else a cluster `ray start` began on this machine, else a new
+  local instance); "ray://HOST:10001" or "HOST:6379" names a cluster. Ray stays up for the process's next sweep (a
+  notebook's grids pay the start-up once). On a cluster every node needs this package and the results directory at the
+  same absolute path, on a file system where flock works across machines (NFSv4, Lustre, CephFS).
+* Failures: a failed run stops no other; its one-line error is printed after the progress bar (on stderr), and
+  SweepResult.check() (report.run_all calls it) raises SweepError naming them.
 """
 from __future__ import annotations
 
@@ -66,8 +48,8 @@ class SweepError(RuntimeError):
 
 @dataclass
 class SweepResult:
-    """The outcome of a sweep, per config in the order given: the run's summary (run.run's, with "path" and
-    "reused"), or None with its one-line error in `failures` when the run failed."""
+    """Per config in the order given: the run's summary (run.run's, with "path" and "reused"), or None with its
+    one-line error in `failures`."""
     names: list
     summaries: list
     failures: dict = field(default_factory=dict)   # index -> one-line error
@@ -102,15 +84,11 @@ def require_ray():
 
 def sweep(configs, results_dir="results", *, names=None, address=None, num_gpus=None, device="auto", data_root=None,
           progress=True, checkpoint_every=10, init=None, runs_per_gpu=None) -> SweepResult:
-    """Train every config in `configs` (a sequence of Config) to the end on Ray, one task a run; complete runs are
-    reused without Ray. `names`: how messages call each run (default: its directory's name). `address`: the Ray
-    cluster (None: Ray's rule, see the module docstring). `num_gpus`: GPUs a run (None: 1/runs_per_gpu where the
-    cluster has a GPU and device is not "cpu", else 0; a fraction below 1 shares a GPU). `runs_per_gpu` (K): runs a
-    GPU trains at once (default $SEMIFL_RUNS_PER_GPU, else 1/num_gpus when given, else workers.RUNS_PER_GPU lowered
-    to what fits on this machine's GPU, 1 without one). `device`: auto, cpu or cuda (a
-    task's cuda is the GPU Ray gives it). `init`: more keyword arguments for ray.init, used only if this sweep starts
-    Ray. Returns a SweepResult (failed runs in .failures; .check() raises SweepError for them). Ctrl-C or SIGTERM:
-    the running runs finish their round and checkpoint, then KeyboardInterrupt with one line (module docstring)."""
+    """Train every Config in `configs` to the end on Ray, one task a run (module docstring). `names`: how messages call
+    each run (default: its directory's name). `num_gpus`: GPUs a run (None: 1/runs_per_gpu where the cluster has a GPU
+    and device is not "cpu", else 0). `runs_per_gpu` (K): default $SEMIFL_RUNS_PER_GPU, else 1/num_gpus when given, else
+    workers.RUNS_PER_GPU lowered to what fits on this machine's GPU (1 without one). `device`: auto, cpu or cuda (the
+    GPU Ray gives the task). `init`: ray.init's keyword arguments, used only if this sweep starts Ray."""
     configs = [c.validate() if isinstance(c, Config) else _not_a_config(c) for c in configs]
     names = [results.run_dir("", c).name for c in configs] if names is None else [str(n) for n in names]
     if len(names) != len(configs):
@@ -174,8 +152,7 @@ def _check_gpus(num_gpus, device: str) -> None:
 
 
 def _check_runs_per_gpu(runs_per_gpu, num_gpus, device: str, configs) -> int:
-    """K (workers.runs_per_gpu), and that it agrees with num_gpus and the device; K runs' memory is checked against
-    this machine's GPU where it has one."""
+    """K (workers.runs_per_gpu), checked against num_gpus, the device, and this machine's GPU memory if it has one."""
     if runs_per_gpu is None and not os.environ.get("SEMIFL_RUNS_PER_GPU", "").strip():   # the default: from these
         if device == "cpu" or num_gpus is not None:
             return max(1, round(1 / num_gpus)) if num_gpus and num_gpus < 1 else 1

@@ -1,7 +1,6 @@
-"""A model's local training laid out as steps (a `Task`): the batch plan of E shuffled epochs and the augmented
-views each step trains on. All augmentation of all tasks is done in one batched call per view (per-sample
-randomness from the round's generator), before any training; both engines consume the same tasks.
-"""
+"""A model's local training laid out as steps (a `Task`): the batch plan of E shuffled epochs and the augmented views
+each step trains on. All tasks are augmented before any training, in one batched call per view (per-sample randomness
+from the round's generator); both engines consume the same tasks."""
 from __future__ import annotations
 
 import math
@@ -50,14 +49,12 @@ def _pad(batches: list[np.ndarray], batch: int) -> tuple[np.ndarray, np.ndarray]
 def make_tasks(specs: list[dict], batch: int, epochs: float, rng: np.random.Generator, g: torch.Generator, *,
                flip: bool, view: str = "weak", strong_variant: str = "semifl", weak_too: bool = False,
                mix_alpha: float | None = None, strong_options: dict | None = None) -> list[Task]:
-    """One Task per spec {"x": uint8 images, "y": labels, other per-sample values} (+ "x_mix", "y_mix" with
-    mix_alpha).
+    """One Task per spec {"x": uint8 images, "y": labels, other per-sample values} (+ "x_mix", "y_mix" with mix_alpha).
 
-    Views of each step: "x" (the `view` augmentation, weak or strong, or "none": the images as given) and "y"; with weak_too also "x_weak" (a weak
-    view of the same images); with mix_alpha also "x_mix" / "y_mix" (a weak view of a batch of the mix data, its own
-    E epochs; a spec with "mix_per_read" draws every mix sample afresh from all of x_mix instead, with replacement, as
-    the authors' loader does) and "lam" (one lambda ~ Beta(a, a) per step). strong_options: augment.strong's shear
-    and cutout."""
+    Step views: "x" (the `view` augmentation: weak, strong, or "none") and "y"; with weak_too "x_weak" (a weak view of
+    the same images); with mix_alpha "x_mix" / "y_mix" (a weak view of a batch of the mix data, its own E epochs; a spec
+    with "mix_per_read" draws each mix sample afresh from all of x_mix, with replacement, as the authors' loader does)
+    and "lam" (one lambda ~ Beta(a, a) per step). strong_options: augment.strong's shear and cutout."""
     plans = []
     for spec in specs:
         idx, size = _pad(epoch_batches(len(spec["x"]), batch, epochs, rng), batch)

@@ -1,10 +1,8 @@
 """Whether torch and torchvision load together, and the repair `make install` tries when they do not.
 
-A torchvision built for another torch (e.g. torch's CPU wheel beside torchvision's CUDA wheel from the default
-index) imports its operators against a torch that lacks them and fails with "operator torchvision::nms does not
-exist". The package trains and tests without torchvision (it reads every dataset from its files); only downloading a
-dataset needs it. So the install repairs what it can and otherwise says, in one line, which two versions disagree and
-the command that fixes it.
+A torchvision built for another torch (e.g. torch's CPU wheel beside torchvision's CUDA wheel) fails with "operator
+torchvision::nms does not exist". Only downloading a dataset needs torchvision (training and the tests read the files),
+so the install repairs what it can and otherwise names, in one line, the two versions and the command that fixes it.
 
     python -m semifl_core.torch_check            # exit 0 when they load together, else 1 and one line
     python -m semifl_core.torch_check --repair   # first reinstall torchvision from torch's own build family
@@ -30,8 +28,8 @@ def versions() -> tuple[str, str]:
 
 
 def problem() -> str | None:
-    """None when `import torchvision.ops` works beside the installed torch (checked in a fresh interpreter: a failed
-    import leaves half-registered operators behind); else one line naming both versions and the fix."""
+    """None when `import torchvision.ops` works (tried in a fresh interpreter: a failed import leaves half-registered
+    operators behind); else one line naming both versions and the fix."""
     run = subprocess.run([sys.executable, "-c", "import torchvision.ops"], capture_output=True, text=True)
     if run.returncode == 0:
         return None

@@ -1,12 +1,11 @@
 """run_all's worker processes: one torch thread each; they stop as one run stops (after its round, with a checkpoint)
 and die with the process that started them, however it ends (SIGKILL included).
 
-Parent gone: the worker gets SIGTERM, so its run stops after its round, with a checkpoint, and the worker exits; one
-still alive ORPHAN_GRACE_S later is killed, losing the rounds since its last checkpoint as a crash does (a bound
-rather than "the round": a small-profile round takes 20 s on a CPU, and an orphan is a process nobody sees, holding
-its run's lock). On Linux the kernel sends the SIGTERM (PR_SET_PDEATHSIG, armed in `init`); everywhere a thread
-watching os.getppid() sends it too. Ctrl-C or SIGTERM of the parent: `stop` sends each worker SIGTERM, cancels what
-has not started, and says what is left.
+Parent gone: the worker gets SIGTERM, its run stops after its round, with a checkpoint, and it exits; one still alive
+ORPHAN_GRACE_S later is killed, losing the rounds since its last checkpoint as a crash does (a bound rather than "the
+round": a small-profile round takes 20 s on a CPU, and an orphan is a process nobody sees, holding its run's lock;
+smoke and GPU rounds fit in the grace). On Linux the kernel sends the SIGTERM (PR_SET_PDEATHSIG, armed in `init`);
+everywhere a thread watching os.getppid() sends it too. Ctrl-C or SIGTERM of the parent: `stop`.
 """
 from __future__ import annotations
 
@@ -16,16 +15,15 @@ import sys
 import time
 from contextlib import contextmanager
 
-# K, the runs that run_all and sweeps train at once on one GPU, one process each. On a CPU it is 1
-# (there run_all trains one run per core, each with one thread). On CUDA, by the rule "the smallest K within 10 % of
-# the best K's runs per hour in both of the bench's grids": an H100, 2026-11-26 (BENCHMARKS.md), `small` runs 1.00,
-# 1.33, 1.41, 1.55x and `paper` rounds 1.00, 1.16, 1.18, 1.20x at K = 1, 2, 4, 8 gives 4 (one measurement each).
+# K, the runs run_all and sweeps train at once on one GPU (one process each); 1 on a CPU. On CUDA the smallest K within
+# 10 % of the best K's runs per hour in both bench grids: on an H100 (2026-11-26, BENCHMARKS.md) `small` runs 1.00,
+# 1.33, 1.41, 1.55x and `paper` rounds 1.00, 1.16, 1.18, 1.20x at K = 1, 2, 4, 8 (one measurement each) give 4.
 RUNS_PER_GPU = {"cpu": 1, "cuda": 4}
 CUDA_CONTEXT_BYTES = 768 * 2 ** 20   # one process's CUDA context with cuBLAS and cuDNN loaded (assumed, see run_memory)
 GPU_MEMORY_SHARE = 0.9               # K runs' estimated peaks must fit in this share of the GPU's memory
-# run_memory's counted terms fell short of the peaks measured with Speed.default on an H100 (2026-11-26, BENCHMARKS.md):
-# `paper` 12.7 GiB against 3.5 counted (one-pass sBN forwards of 5,000 images, the CUDA graphs' memory pool, cuDNN
-# workspaces), `small` 2.8 against 1.2. The larger ratio scales every estimate, so that a default K never overfills.
+# run_memory's terms fell short of the peaks measured with Speed.default on an H100 (2026-11-26, BENCHMARKS.md): `paper`
+# 12.7 GiB against 3.5 counted (one-pass sBN forwards of 5,000 images, the CUDA graphs' memory pool, cuDNN workspaces),
+# `small` 2.8 against 1.2. The larger ratio scales every estimate, so that a default K never overfills.
 MEASURED_OVER_COUNTED = 12.7 / 3.5
 ORPHAN_GRACE_S = 5   # a worker whose parent died has this long to finish its round and checkpoint, then is killed
 STOP_WAIT_S = 120    # run_all, stopped, waits this long at most for its workers to finish their round
@@ -35,17 +33,9 @@ _stopped = False     # in a worker: a stop (SIGTERM/SIGINT) came; it starts no o
 
 
 def init(parent=None, gpus=None, slots=None):
-    """A run_all worker: one torch thread; a stop (SIGTERM/SIGINT) ends its run as it ends one run (after the round,
-    with a checkpoint; outside the rounds see _on_stop) and it starts no other run; it dies with `parent`, the
-    process that started it, however that one ends (SIGKILL included).
-
-    Parent gone: the worker gets SIGTERM, stops so and exits; one still alive ORPHAN_GRACE_S later ends anyway,
-    losing the rounds since its last checkpoint, as a crash does. A bound rather than "the round": a small-profile
-    round can take 20 s on a CPU, and an orphan is a process nobody sees, holding its run's lock; smoke and GPU
-    rounds fit in the grace. On Linux the kernel sends that SIGTERM (PR_SET_PDEATHSIG, which fires when the parent's
-    thread that started the worker ends: run_all's, as the pool starts its workers in submit); everywhere, a thread
-    watching os.getppid() sends it too and ends the worker after the grace. `gpus` (CUDA device ids) and `slots` (a
-    shared counter): run_all's workers on several GPUs, the i-th started sees only gpus[i % len(gpus)]."""
+    """This process as a run_all worker (module docstring) that dies with `parent` (PR_SET_PDEATHSIG fires when the
+    thread that started it ends: run_all's, as the pool starts workers in submit); a stop outside the rounds: _on_stop.
+    `gpus`, `slots` (CUDA device ids, a shared counter): the i-th worker started sees only gpus[i % len(gpus)]."""
     global _parent
     import threading
 
@@ -79,9 +69,8 @@ def _watch_parent(parent: int) -> None:
 
 
 def _on_stop(signum, frame):
-    """A worker's SIGTERM/SIGINT outside a run's rounds (run.run handles it within them): the worker starts no other
-    run; a run being set up ends (KeyboardInterrupt: no round done), one being written (run.finish) completes; an
-    idle worker exits if its parent is gone, else waits for the pool to end it."""
+    """SIGTERM/SIGINT outside a run's rounds (run.run handles those): no other run starts; a run being set up ends, one
+    being written (run.finish) completes; an idle worker exits if its parent is gone, else the pool ends it."""
     global _stopped
     _stopped = True
     if _busy:
@@ -133,9 +122,8 @@ def sigterm_interrupts():
 
 
 def stop(pool, futures, unfinished, results_dir) -> str:
-    """Stop run_all's pool as one run stops: no run starts any more, each running one finishes its round and writes
-    its checkpoint (SIGTERM to every worker, see init); wait STOP_WAIT_S at most for the workers to exit.
-    Returns the line that says what is left (of the `unfinished` configs) and how to resume."""
+    """Stop run_all's pool as one run stops (SIGTERM to every worker: each finishes its round and checkpoints, none
+    starts), waiting STOP_WAIT_S at most; returns stopped_line's line."""
     workers = list(pool._processes.values())   # private, but the pool's only handle on its processes
     for f in futures:
         f.cancel()
@@ -150,8 +138,7 @@ def stop(pool, futures, unfinished, results_dir) -> str:
 
 
 def stopped_line(results_dir, unfinished, busy: int = 0) -> str:
-    """What a stopped sweep leaves, in one line: of the `unfinished` configs, the runs checkpointed and those not
-    started; `busy` workers still finishing their round."""
+    """What a stop leaves of the `unfinished` configs, in one line; `busy`: workers still finishing their round."""
     from .results import open_run
     left = [info.path for info in (open_run(results_dir, cfg) for cfg in unfinished) if info.state != "complete"]
     saved = sum((p / "checkpoint.pt").exists() for p in left)
@@ -162,11 +149,9 @@ def stopped_line(results_dir, unfinished, busy: int = 0) -> str:
 
 # ---------------------------------------------------------------------- several runs on one GPU
 def runs_per_gpu(value, device=None, configs=()) -> int:
-    """K, the runs trained at once on one GPU: `value`, else $SEMIFL_RUNS_PER_GPU, else RUNS_PER_GPU for the device
-    (a torch.device; None: where it trains is not known here, a Ray cluster's GPUs), that default lowered to the runs
-    of `configs` that fit. ConfigError, one line, for a K asked for (value or environment) that is < 1, > 1 on a
-    device that is not a GPU, or K runs of `configs` whose estimated peaks (run_memory) overfill GPU_MEMORY_SHARE of
-    the device's memory."""
+    """K, the runs trained at once on one GPU: `value`, else $SEMIFL_RUNS_PER_GPU, else RUNS_PER_GPU for the device (a
+    torch.device; None: not known here, a Ray cluster's GPUs) lowered to the runs of `configs` that fit. ConfigError
+    for a K asked for that is < 1, > 1 off a GPU, or whose runs of `configs` overfill GPU_MEMORY_SHARE (run_memory)."""
     from .config import ConfigError
     name = "runs_per_gpu"
     if value is None and os.environ.get("SEMIFL_RUNS_PER_GPU", "").strip():
@@ -199,8 +184,8 @@ def runs_per_gpu(value, device=None, configs=()) -> int:
 
 
 def _fit(device, configs) -> tuple:
-    """(how many runs of the largest of `configs` fit on the GPU, at least 1; that run's estimated peak; its config;
-    the GPU's properties): run_memory against GPU_MEMORY_SHARE of the device's memory."""
+    """(runs of the largest of `configs` that fit in GPU_MEMORY_SHARE, at least 1; its run_memory; its config; the
+    GPU's properties)."""
     import torch
     need, cfg = max(((run_memory(c), c) for c in set(configs)), key=lambda x: x[0])
     props = torch.cuda.get_device_properties(device)
@@ -208,13 +193,12 @@ def _fit(device, configs) -> tuple:
 
 
 def run_memory(cfg) -> int:
-    """Estimated peak GPU memory of one run of cfg, in bytes, from the model's size and the batch (not measured: the
-    GPU bench prints measured peaks beside it). The sum of: a CUDA context (CUDA_CONTEXT_BYTES); the dataset on the
-    device and a round's augmented uint8 views (3 per step: strong, weak, mix); every active client's weights,
-    gradients, momentum and updated weights (vectorized engine) and the server's; the activations autograd keeps for
-    one step of all active clients (fix and mix batch), counted per image with saved_tensors_hooks on a CPU forward;
-    an evaluation batch of 1000 without autograd (3 of the largest layer output per image); times 1.3 for the caching
-    allocator's slack; all times MEASURED_OVER_COUNTED, what the terms leave out as measured on a GPU."""
+    """Estimated peak GPU memory of one run of cfg, in bytes (not measured: the GPU bench prints measured peaks beside
+    it). The sum of: CUDA_CONTEXT_BYTES; the dataset on the device and a round's augmented uint8 views (3 per step:
+    strong, weak, mix); every active client's weights, gradients, momentum and updated weights (vectorized engine) and
+    the server's; the activations autograd keeps for one step of all active clients (fix and mix batch), counted per
+    image with saved_tensors_hooks on a CPU forward; an evaluation batch of 1000 without autograd (3 of the largest
+    layer output per image); times 1.3 for the caching allocator's slack; all times MEASURED_OVER_COUNTED."""
     import torch
     from .config import IMAGE_BYTES, IMAGE_SHAPE, TRAIN_SIZE
     from .models import make_model

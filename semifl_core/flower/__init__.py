@@ -1,24 +1,17 @@
 """SemiFL as a Flower app (the [distributed] extra): real server and client processes, in simulation or deployed.
 
-- server_app.py: the ServerApp. Its strategy (SemiFLStrategy) runs SemiFL's round with the functions of
-  methods/semifl.py: begin_round (sampling S_t, the global model's sBN statistics), then, after the clients,
-  end_round (equal-weight averaging + global momentum, the server's fine-tune), and the harness's evaluation.
-- simulation.py: `simulate(cfg)`, a Flower simulation from Python (one virtual SuperNode per client, on Ray).
-- deploy.py: a SuperLink and N SuperNodes as processes, `flwr run`, checked against the simulation.
-- app/pyproject.toml: the app that `flwr run` submits (its components are this package's).
-- client_app.py: the ClientApp. Client c (its partition id) pseudo-labels, builds its fix and mix sets and trains
-  with methods/semifl.client_task and the engine, as the in-process harness does; the SGD momentum it keeps between
-  rounds (client_momentum="keep") lives in the ClientApp's context state.
-- Client sampling: S_t is drawn by the harness's seeded generator over partition ids 0..M-1 (Flower's own sampling is
-  unseeded and over node ids); each node says its partition id once, at the start of a run.
-- Randomness: the Flower app needs every client to draw from its own stream (Config.rng_streams="client", set by
-  `flower_config`), so that a client in its own process draws what the in-process harness draws for it. A Flower
-  run then equals the in-process run of the same config to float rounding (tests/test_flower.py).
+server_app.py and client_app.py run SemiFL's round with methods/semifl.py's functions, as the in-process harness does;
+simulation.py runs a Flower simulation from Python (one virtual SuperNode per client, on Ray); deploy.py checks a
+deployment (a SuperLink, N SuperNodes, `flwr run` of app/pyproject.toml) against the simulation.
 
-Two things a deployment must know: the server loads the dataset too (its labeled share, the test set, and with
-sbn_source="all" the clients' images for the sBN statistics, as the authors' code does: use sbn_source="server" for
-a server that never reads client data); and a Flower run does not resume from a checkpoint (the clients' momentum
-lives in their processes): a run that dies starts again from round 1.
+S_t is drawn by the harness's seeded generator over partition ids 0..M-1 (Flower's own sampling is unseeded and over
+node ids). Every client draws from its own stream (rng_streams="client", set by `flower_config`), so a Flower run
+equals the in-process run of the same config to float rounding (tests/test_flower.py).
+
+A deployment must know: the server loads the dataset too (its labeled share, the test set, and with sbn_source="all"
+the clients' images for the sBN statistics, as the authors' code does; sbn_source="server" never reads client data);
+and a Flower run does not resume from a checkpoint (the clients' momentum lives in their processes): a run that dies
+starts again from round 1.
 
 Nothing here is imported by the rest of the package: `import semifl_core` never imports flwr or ray.
 """
@@ -30,8 +23,7 @@ from ..config import Config, profile
 
 
 def flower_config(cfg: Config) -> Config:
-    """The config a Flower run trains: cfg with per-client random streams; refused (ConfigError, one line) for what
-    the Flower app does not run."""
+    """cfg with per-client random streams, as a Flower run trains it; ConfigError for what the Flower app cannot run."""
     from ..config import ConfigError
     from ..methods import FEDAVG_FIXMATCH, SEMIFL
     if cfg.algorithm not in (SEMIFL, FEDAVG_FIXMATCH):

@@ -1,11 +1,9 @@
 """The ClientApp: one SemiFL client (its partition id, from the SuperNode's node config) per SuperNode.
 
-On "query" it says its partition id (the ServerApp maps partition ids to nodes once per run). On "train" it gets
-the global model (with its sBN statistics), the round and the run's config, and runs ClientUpdate with the
-in-process harness's functions: methods/semifl.client_task (pseudo-labels, fix and mix sets, the step plan, from
-the client's own random streams) and the engine's local training. It replies with its model (none when its fix set
-is empty), its per-step loss sums, and its label counts. Its SGD momentum (client_momentum="keep") is kept in the
-ClientApp's context state, between the rounds it takes part in.
+On "query" it says its partition id (the ServerApp maps partition ids to nodes once per run). On "train" it runs
+ClientUpdate on the global model as the harness does (methods/semifl.client_task, from the client's own streams, then
+the engine) and replies with its model (none when its fix set is empty), per-step loss sums and label counts. Its SGD
+momentum (client_momentum="keep") lives in the ClientApp's context state between its rounds.
 """
 from __future__ import annotations
 

@@ -1,14 +1,13 @@
 """A deployment of the Flower app on this machine, and its check against the simulation.
 
-Starts a SuperLink and N SuperNodes as separate processes (Flower's deployment runtime, not its simulation), submits
-a run of the smoke profile with `flwr run`, waits for its results, then runs the same config as a Flower simulation
-and compares the two runs' metrics per round. Exit status 0: they are equal to float rounding.
+Starts a SuperLink and N SuperNodes as processes, submits a smoke-profile run with `flwr run`, runs the same config
+as a Flower simulation and compares the metrics per round: exit status 0 when they are equal to float rounding.
 
     python -m semifl_core.flower.deploy                       # 3 SuperNodes, the smoke profile, 3 rounds
     python -m semifl_core.flower.deploy --supernodes 3 --set rounds=5 --work /tmp/semifl-deploy
 
-The processes, their logs, the Flower configuration (FLWR_HOME) and both runs' results are under --work (a new
-temporary directory by default). docs/gpu.md gives the same steps as commands to type.
+Logs, the Flower configuration (FLWR_HOME) and both runs' results go under --work (default: a new temporary
+directory). docs/gpu.md gives the same steps as commands to type.
 """
 from __future__ import annotations
 

@@ -1,10 +1,8 @@
 """The ServerApp: SemiFL's server as a Flower strategy (Message API), with the in-process harness's functions.
 
-A round: configure_train runs methods/semifl.begin_round (S_t drawn by the harness's seeded generator over partition
-ids, the global model's sBN statistics) and sends the global model to S_t's nodes; aggregate_train stacks the
-returned client models in S_t's order and runs methods/semifl.end_round (equal-weight Model Averaging, global
-momentum, the server's fine-tune), then the harness's evaluation (run.Experiment.close_round). The run is written to
-the results store like an in-process run (config.json, metrics.csv, model.pt, summary.json with runtime "flower").
+configure_train runs methods/semifl.begin_round (S_t, the global model's sBN statistics) and sends the global model to
+S_t's nodes; aggregate_train runs methods/semifl.end_round on the client models in S_t's order (equal-weight Model
+Averaging, global momentum, the server's fine-tune), then run.Experiment.close_round; stored as in-process runs are.
 """
 from __future__ import annotations
 
@@ -163,8 +161,7 @@ def make_server_app(cfg, results_dir="results-flower", data_root=None, progress=
     return server
 
 
-# `flwr run`: the config from the run config (semifl_core/flower/app/pyproject.toml: profile, dataset, set,
-# results-dir, data-root)
+# `flwr run`: the config from the run config (flower/app/pyproject.toml: profile, dataset, set, results-dir, data-root)
 app = ServerApp()
 
 

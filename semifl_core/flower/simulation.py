@@ -7,8 +7,7 @@ from . import flower_config
 
 def simulate(cfg: Config, results_dir="results-flower", data_root=None, num_cpus_per_client: float = 1,
              num_gpus_per_client: float = 0.0, progress: bool = True) -> dict:
-    """Run cfg as a Flower simulation (flwr.simulation.run_simulation: a ServerApp and one virtual SuperNode per
-    client, on a local Ray instance) into results_dir; returns the run's summary (run.run's shape)."""
+    """Run cfg as a Flower simulation (flwr.simulation.run_simulation) into results_dir; returns run.run's summary."""
     from flwr.simulation import run_simulation
 
     from .client_app import app as client_app

@@ -1,6 +1,5 @@
-"""The claims table each notebook ends with (claims: what the paper states, its verdict on our runs by the rule and the
-evidence) and the takeaway written from it. Each notebook's own claims (its `*_claims` function; the diagnosis'
-findings) are built in that notebook."""
+"""The claims table each notebook ends with (what the paper states, the rule's verdict on our runs, the evidence) and
+the takeaway written from it. Each notebook builds its own claims (its `*_claims` function; the diagnosis' findings)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,9 +14,8 @@ CLAIM_COLUMNS = ["claim", "verdict", INTERVAL, "evidence"]
 
 
 def claims(items: list) -> pd.DataFrame:
-    """items: (claim, verdict, evidence); a verdict is a rule.Verdict (its interval fills its column; the cell keeps
-    the Verdict, so that its parts stay readable), a verdict's text alone ("not run", ...), or a bool for exact claims
-    (held / not held: no interval)."""
+    """items: (claim, verdict, evidence); verdict: a rule.Verdict (its interval fills its column, the cell keeps the
+    Verdict), a verdict's text ("not run", ...), or a bool for exact claims (held / not held, no interval)."""
     rows = []
     for c, h, e in items:
         if isinstance(h, (bool, np.bool_)):
@@ -42,8 +40,7 @@ VERDICT_ORDER = [("held", "Held"), ("not held", "Not held"), ("within noise", "W
 
 
 def takeaway(table: pd.DataFrame) -> Takeaway:
-    """The written takeaway of a claims table (claims(...), or the diagnosis notebook's findings), generated from
-    it so that it cannot disagree: how many claims held, then each claim under its verdict."""
+    """The takeaway of a claims table (or the diagnosis' findings), generated from it so that it cannot disagree."""
     claim, verdict = table.columns[0], table.columns[1]
     groups: dict[str, list[str]] = {}
     for c, v in zip(table[claim], table[verdict]):

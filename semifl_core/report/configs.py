@@ -1,7 +1,6 @@
-"""The runs each paper item needs, as {label: Config} per profile and (dataset, N_S): built here once, so that
-notebooks share runs (same config -> same run directory -> reused). A run's label starts with its method's label.
-Runs that only one notebook reads and no grid or campaign trains (the scale notebook's Fully Supervised sizing runs)
-are listed in that notebook."""
+"""The runs each paper item needs, as {label: Config} per profile and (dataset, N_S), built here once so that notebooks
+share runs (same config -> same run directory -> reused). A run's label starts with its method's label. Runs that one
+notebook reads and no grid or campaign trains (the scale notebook's Fully Supervised sizing runs) live in it."""
 from __future__ import annotations
 
 import functools
@@ -31,14 +30,12 @@ def baseline_configs(p, ds, n, rounds=None) -> dict:
     return {label_of(m): make(p, ds, n, rounds, algorithm=m) for m in BASELINE_METHODS}
 
 
-# Table 1's federated rows per profile; `long` (10x the rounds) leaves out the supervised FedAvg row, which no claim
-# of the long-horizon study reads (CPU time).
+# Table 1's federated rows per profile; `long` (10x the rounds) drops supervised FedAvg: no long-horizon claim reads it.
 TABLE1_FEDERATED = {"long": (FEDAVG_FIXMATCH,)}
 
 
 def check_methods(methods) -> tuple:
-    """A notebook's `methods` parameter (the methods of your own it adds to its grid) as a tuple of method names;
-    one line naming what is wrong otherwise."""
+    """A notebook's `methods` parameter (your methods added to its grid) as a tuple; else one line on what is wrong."""
     from ..config import ConfigError
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
         raise ConfigError(f"methods={methods!r}: must be a list of method names, e.g. ['semifl-prox'] "
@@ -51,9 +48,8 @@ def check_methods(methods) -> tuple:
 
 
 def table1_configs(p, ds, n, rounds=None, methods=(), fields=None) -> dict:
-    """Table 1: the centralized baselines and the ceiling (centralized FixMatch), then per partition SemiFL and the
-    federated baselines; `methods` (check_methods): more methods, each in its own rows (per partition if federated);
-    `fields`: values of those methods' own fields (Method.fields), each given to the methods that declare it."""
+    """Table 1: centralized baselines, the ceiling (centralized FixMatch), then per partition SemiFL and federated
+    baselines; `methods` (check_methods) add rows (per partition if federated), `fields` their own fields' values."""
     from ..methods import fields_of
     methods, fields = check_methods(methods), dict(fields or {})
     own = {m: {k: v for k, v in fields.items() if k in fields_of(m)} for m in methods}
@@ -75,8 +71,7 @@ def table1_configs(p, ds, n, rounds=None, methods=(), fields=None) -> dict:
 
 
 def table1_runs(p, pairs, seeds, results_dir, device="auto", rounds=None, methods=(), fields=None) -> pd.DataFrame:
-    """Table 1's runs (table1_configs) for every (dataset, N_S) pair, with the methods a notebook's `methods`
-    parameter adds (checked first: check_methods) and their own fields' values (`fields`)."""
+    """The runs of table1_configs for every (dataset, N_S) pair, `methods` checked first (check_methods)."""
     builder = functools.partial(table1_configs, methods=check_methods(methods), fields=fields)
     return run_pairs(builder, p, pairs, seeds, results_dir, device, rounds)
 
@@ -131,9 +126,8 @@ SCALE_NS = (40, 100, 250, 1000)
 
 
 def scale_configs(p, ds, n, rounds=None) -> dict:
-    """SemiFL and its supervised references, varying one factor at a time around the profile (N_S, client E,
-    rounds, model). Labels are 'factor=value | method'. Partially Supervised reads N_S, the rounds and the model;
-    Fully Supervised (the whole training set, its own length) only the model."""
+    """SemiFL and its supervised references, one factor at a time around the profile (N_S, client E, rounds, model),
+    as 'factor=value | method'. Partially Supervised follows N_S, rounds and model; Fully Supervised only the model."""
     cfg = make(p, ds, n, rounds)
     points = [("N_S", m, dict(num_supervised=m)) for m in SCALE_NS]
     points += [("E", 1.0, dict(local_epochs=1.0)), ("rounds", 5 * cfg.rounds, dict(rounds=5 * cfg.rounds)),
@@ -150,8 +144,7 @@ def scale_configs(p, ds, n, rounds=None) -> dict:
     return out
 
 
-# Each suspect of the diagnosis changes one thing of the profile (notebooks/diagnosis.ipynb lists the suspects); "5x rounds" keeps the cosine
-# over all rounds.
+# The diagnosis' suspects (notebooks/diagnosis.ipynb), one change to the profile each; "5x rounds" spans the cosine too.
 SUSPECTS = {
     "client E=1 (profile E=5)": lambda c: dict(local_epochs=1.0),
     "no global momentum (beta_g=0)": lambda c: dict(global_momentum=0.0),
@@ -171,8 +164,7 @@ SPLIT_SEEDS = range(5)
 
 
 def diagnosis_ns(profile_name: str, dataset=None) -> list[int]:
-    """The diagnosis looks at N_S=40 (4 labels per class, where SemiFL fell below Partially Supervised) and the
-    profile's N_S."""
+    """The diagnosis' N_S: 40 (4 labels per class, where SemiFL fell below Partially Supervised) and the profile's."""
     n = profile(profile_name, dataset).num_supervised
     return sorted({40, n}) if profile_name == "small" else [n]
 
@@ -186,8 +178,7 @@ def diagnosis_configs(p, ds, n, rounds=None) -> dict:
 
 
 def split_configs(p, ds, n, rounds=None) -> dict:
-    """The profile's SemiFL and Partially Supervised with the data split drawn by split seeds 0-4 and everything
-    else (initialisation, client sampling, augmentation) fixed by the run's seed: the labeled-set draw alone."""
+    """SemiFL and Partially Supervised at split seeds 0-4; the run's seed fixes init, client sampling, augmentation."""
     base = make(p, ds, n, rounds)
     psl = make(p, ds, n, rounds, algorithm=PARTIALLY_SUPERVISED)
     return {**{f"{label_of(SEMIFL)} | split {k}": base.replace(split_seed=k) for k in SPLIT_SEEDS},
@@ -215,8 +206,7 @@ def feddure_configs(p, dataset, rounds=None, rows=None, settings=FEDDURE_SETTING
             for s in settings for r in rows}
 
 
-# FedDure at its own length: the FEDDURE_EXTRA cells at LONG_FACTOR x the profile's rounds; the small
-# variant's 50 become FedDure's 200.
+# FedDure at its own length (feddure_length_configs): the small variant's 50 rounds become FedDure's 200.
 FEDDURE_LONG_FACTOR = 4
 
 
@@ -240,8 +230,7 @@ def feddure_length_runs(p, dataset, seeds, results_dir=None, device="auto", roun
 
 
 def feddure_runs(p, dataset, seeds, extra_seeds, results_dir=None, device="auto", rounds=None) -> pd.DataFrame:
-    """FedDure's Table 1 runs: every cell for `seeds`, the FEDDURE_EXTRA cells also for `extra_seeds`; adds 'row'
-    and 'setting' columns."""
+    """FedDure's Table 1 ('row', 'setting' columns): every cell for `seeds`, FEDDURE_EXTRA's also for `extra_seeds`."""
     main = feddure_configs(p, dataset, rounds)
     rows, settings = FEDDURE_EXTRA
     more = feddure_configs(p, dataset, rounds, rows=rows, settings=[s for s in FEDDURE_SETTINGS if s == settings])
@@ -250,18 +239,16 @@ def feddure_runs(p, dataset, seeds, extra_seeds, results_dir=None, device="auto"
                                   *([run_all(more, extra, results_dir, device)] if extra else [])], ignore_index=True))
 
 
-# The notebooks' grids by name, for `semifl sweep GRID`: builder(p, ds, n, rounds) -> {label: Config}, run for every
-# (dataset, N_S) pair of the profile (report.grid). figure6 and learning_curves read table2's and table1's runs.
+# The notebooks' grids for `semifl sweep GRID`: builder(p, ds, n, rounds) -> {label: Config}, per (dataset, N_S) pair
+# (report.grid). figure6 and learning_curves read table2's and table1's runs.
 GRIDS = {"table1": table1_configs, "table2": table2_configs, "table3": table3_configs, "table5": table5_configs,
          "figure2": figure2_configs, "scale": scale_configs, "diagnosis": diagnosis_configs,
          "split": split_configs, "feddure": None}
 
 
 def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
-    """{label: Config} of the notebook grid `name` (GRIDS) at profile p, over the profile's (dataset, N_S) pairs
-    (restricted to `dataset` if given); labels name the pair when there are several. As the notebooks do: scale on the
-    first dataset around the profile's N_S; feddure every cell of FedDure's Table 1 on the first dataset (its
-    notebook's extra seeds are not added); diagnosis and its labeled-set splits at each dataset's diagnosis_ns."""
+    """{label: Config} of grid `name` (GRIDS) at profile p over its (dataset, N_S) pairs (only `dataset`'s if given),
+    labels naming the pair when there are several; as the notebooks run them, without feddure's extra seeds."""
     from ..config import ConfigError
     from .runs import grid
     if name not in GRIDS:
@@ -280,9 +267,8 @@ def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
     return out
 
 
-# The training-length curve (notebooks/horizon.ipynb): SemiFL and Partially Supervised at the small profile with
-# R rounds (the cosine schedule spans R; Partially Supervised gets the same server budget, R x server epochs).
-# R=30 is the small profile itself; R >= 100 is evaluated every 10 rounds (R=300 is the `long` profile exactly).
+# The training-length curve (notebooks/horizon.ipynb): SemiFL and Partially Supervised (same server budget, R x server
+# epochs) at `small` with R rounds, the cosine spanning R. R=30 is `small`, R=300 `long`; R >= 100 evaluates every 10.
 HORIZONS = (30, 100, 300, 800)
 
 
@@ -296,8 +282,7 @@ def horizon_configs(p, ds, n, r) -> dict:
     return {f"R={r} | {label_of(m)}": make(p, ds, n, algorithm=m, **over) for m in methods}
 
 
-# The few-label study (notebooks/few_labels.ipynb): SemiFL with each pseudo-label rule (methods/pseudo_labels.py) at N_S=40
-# and at the profile's N_S, IID; Partially Supervised beside them.
+# The few-label study (notebooks/few_labels.ipynb): SemiFL with each pseudo-label rule (methods/pseudo_labels.py), IID.
 FEW_LABEL_NS = (40, 100)
 
 
@@ -305,10 +290,8 @@ FIXED_INSTRUMENTED = "fixed (instrumented)"   # the fixed rule's runs with diagn
 
 
 def few_label_configs(p, ds, n, rounds=None) -> dict:
-    """{'rule | SemiFL': Config} at N_S=n: SemiFL with every selection rule; the fixed rule's instrumented runs (the
-    diagnosis notebook's, which record the fix set's classes and train as the plain ones do on the same machine and
-    kernels: the committed pairs, trained on different machines, part from round 1); (FL)^2; Partially and Fully
-    Supervised."""
+    """{'rule | SemiFL': Config} at N_S=n: every rule, the fixed rule instrumented (the diagnosis' runs, trained as the
+    plain ones on one machine and kernels; committed pairs, from two machines, part at round 1), (FL)^2, baselines."""
     from ..methods.pseudo_labels import FIXED, RULES
     out = {f"{rule} | {label_of(SEMIFL)}": make(p, ds, n, rounds, pseudo_label_rule=rule) for rule in RULES}
     out[f"{FIXED_INSTRUMENTED} | {label_of(SEMIFL)}"] = out[f"{FIXED} | {label_of(SEMIFL)}"].replace(diagnostics=True)
@@ -322,8 +305,7 @@ def few_label_rows() -> list[str]:
     return [*RULES, label_of(FL2)]
 
 
-# The three details where the authors' code differs from ours (config fields mix_draws, shear_resample, cutout_size),
-# each alone at N_S=40 (where ours ran away harder on one split): the authors' behaviour, against the profile.
+# The authors' code's three differences from ours, each alone at N_S=40 (where ours ran away harder on one split).
 AUTHORS_DETAILS = {"mix set drawn at every read": dict(mix_draws="per-read"),
                    "bilinear shear": dict(shear_resample="bilinear"),
                    "Cutout 40 px": dict(cutout_size="fixed")}
@@ -335,8 +317,7 @@ def authors_details_configs(p, ds, n, rounds=None) -> dict:
 
 
 def longer_profile(p) -> str:
-    """The profile at which the training-length study shows Table 1: `long` for `small` (the profile built on it,
-    config.PROFILE_BASE), the profile itself for any other (the smoke profile reuses its own Table 1 runs)."""
+    """Where the training-length study shows Table 1: the profile built on p (config.PROFILE_BASE), else p itself."""
     from ..config import PROFILE_BASE
     return next((longer for longer, base in PROFILE_BASE.items() if base == p), p)
 
@@ -348,9 +329,7 @@ def horizons_of(p, ds=None) -> tuple:
 
 
 def horizon_runs(p, ds, n, seeds=None, results_dir=None, device="auto") -> pd.DataFrame:
-    """Every horizon's runs (HORIZONS at the small profile, else the profile's R and twice it; seeds 0-2, or `seeds`),
-    with an 'R' column and the 'method' (SemiFL, Partially Supervised, FixMatch (centralized)); Fully Supervised (its
-    own length) as well."""
+    """The runs of every horizons_of R (seeds 0-2 by default), with 'R' and 'method' columns; Fully Supervised too."""
     seeds = (0, 1, 2) if seeds is None else seeds
     parts = []
     for r in horizons_of(p, ds):
@@ -390,10 +369,8 @@ def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
             label_of(PARTIALLY_SUPERVISED): cfgs[label_of(PARTIALLY_SUPERVISED)]}
 
 
-# "Why does the few-label fix stop working under label skew?": the rules under Non-IID K=2 at the small
-# profile, instrumented (diagnostics=True adds, per evaluated round, pseudo_labels.skew_measures and the client
-# models' per-class accuracy shift; it trains as the plain run does on the same machine and kernels, and a pair
-# trained on different machines parts from round 1: notebooks/label_skew.ipynb, 'Which runs each table uses').
+# "Why does the few-label fix stop working under label skew?": the rules under K=2 at `small`, instrumented (adds, per
+# evaluated round, pseudo_labels.skew_measures and the client models' per-class accuracy shift; see few_label_configs).
 SKEW_PARTITION = "non-iid-l-2"
 
 
@@ -407,9 +384,7 @@ def label_skew_diagnosis_configs(p, ds, n, rounds=None) -> dict:
     return {f"{row} | {SKEW_PARTITION} (instrumented)": cfg for row, cfg in rows.items()}
 
 
-# The label-skew fix, fixed before its runs (notebooks/label_skew.ipynb): SemiFL with the global-adaptive rule at the small
-# profile, IID and Non-IID K=2, judged against Partially Supervised and the client-adaptive rule (the few-label
-# study's runs of both).
+# The label-skew fix, fixed before its runs (notebooks/label_skew.ipynb): SemiFL with the global-adaptive rule.
 def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
     """{'rule | SemiFL | partition': Config} for the fix and the runs it is judged against, and Partially Supervised."""
     from ..methods.pseudo_labels import CLIENT_ADAPTIVE, GLOBAL_ADAPTIVE
@@ -418,16 +393,14 @@ def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# The second label-skew fix, fixed before any code or run of it (notebooks/label_skew.ipynb, "The second fix"): FedRS's restricted
-# softmax (alpha 0.5) in SemiFL's client loss, with SemiFL's own fixed rule, small profile, IID and Non-IID K=2, and
-# K=2 instrumented; judged against Partially Supervised and SemiFL with the fixed rule at the same partition.
+# The second label-skew fix, fixed before any code or run of it (notebooks/label_skew.ipynb, "The second fix").
 FEDRS_ALPHA = 0.5
 FEDRS = f"FedRS, alpha {FEDRS_ALPHA}"
 
 
 def label_skew_fedrs_configs(p, ds, n, rounds=None) -> dict:
-    """{'row | SemiFL | partition': Config}: SemiFL with FedRS and with plain softmax (the fixed rule both), the
-    instrumented FedRS run under K=2, and the baselines (Partially Supervised, Fully Supervised)."""
+    """{'row | SemiFL | partition': Config}: SemiFL with FedRS's restricted softmax in its client loss and with plain
+    softmax (the fixed rule both), the instrumented FedRS run under K=2, and the baselines."""
     from ..methods.pseudo_labels import FIXED
     out = {f"{row} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part, **over)
            for part in (SKEW_PARTITION, "iid") for row, over in ((FEDRS, dict(fedrs_alpha=FEDRS_ALPHA)), (FIXED, {}))}
@@ -436,11 +409,10 @@ def label_skew_fedrs_configs(p, ds, n, rounds=None) -> dict:
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# The third remedy, fixed before any code or run of it (notebooks/label_skew.ipynb, "Not-true distillation"): FedNTD's not-true
-# distillation (beta 1, tau 1, its released code's values) in SemiFL's client loss, with SemiFL's fixed rule. First the
-# gate, on the mechanism: the instrumented Non-IID K=2 runs at the small profile, seeds 0-2 (REMEDY_GATE); then, only if
-# it passes, the cells: K=2, Dir(0.1) and IID, judged against Partially Supervised and SemiFL's fixed rule. If it
-# fails, the same gate for FedVLS's vacant-class distillation (lambda 0.1, its paper's value for CIFAR-10 and MNIST).
+# The third remedy, fixed before any code or run of it (notebooks/label_skew.ipynb, "Not-true distillation"): FedNTD's
+# not-true distillation (beta 1, tau 1: its released code's values) in SemiFL's loss, fixed rule. The gate first
+# (REMEDY_GATE: instrumented K=2, `small`, seeds 0-2); the REMEDY_PARTITIONS cells only if it passes, else the same
+# gate for FedVLS's vacant-class distillation (lambda 0.1, its paper's value for CIFAR-10 and MNIST).
 NTD_BETA, NTD_TAU, VLS_LAMBDA = 1.0, 1.0, 0.1
 NTD = f"not-true distillation, beta {NTD_BETA:g}"
 VLS = f"vacant-class distillation, lambda {VLS_LAMBDA:g}"
@@ -451,11 +423,10 @@ REMEDY_GATE = {"skew_dacc_unheld": -10.0, "skew_dacc_held": 3.0}
 REMEDY_PARTITIONS = (SKEW_PARTITION, "dir-0.1", "iid")
 
 
-# Part 3 (notebooks/label_skew.ipynb, "Part 3"), fixed before any code or run of it: FedVLS as its released code trains, a
-# head the clients do not train (FedBABU), and fewer local steps (E=1; separately, no global momentum). The gate is
-# looser than part 2's (half the fixed rule's drop) and has a second way through: the K=2 `small` final held above
-# the fixed rule's. Those that pass go to `long` at K=2 and Dir(0.1); the fewer-steps rows go to `long` K=2 regardless.
-FEDVLS = f"FedVLS's released loss, lambda {VLS_LAMBDA:g}"   # its loss only: SemiFL's optimiser (notebooks/label_skew.ipynb)
+# Part 3 (notebooks/label_skew.ipynb, "Part 3"), fixed before any code or run of it: FedVLS as its released code trains,
+# a head the clients do not train (FedBABU), fewer local steps (E=1; separately, no global momentum). Its gate is looser
+# than part 2's (half the fixed rule's drop), with a second way: the K=2 `small` final held above the fixed rule's.
+FEDVLS = f"FedVLS's released loss, lambda {VLS_LAMBDA:g}"   # its loss only, with SemiFL's optimiser
 FROZEN_HEAD = "a head the clients do not train"
 ONE_EPOCH = "one local epoch (E=1)"
 NO_GLOBAL_MOMENTUM = "no global momentum"
@@ -475,15 +446,14 @@ def remedy_overrides(remedy: str) -> dict:
 
 
 def label_skew_gate_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
-    """{'remedy | SemiFL | Non-IID K=2 (instrumented)': Config}: the gate's runs of one remedy (a REMEDIES or
-    PART3_REMEDIES key)."""
+    """{'remedy | SemiFL | Non-IID K=2 (instrumented)': Config}: the gate's runs of one remedy (remedy_overrides)."""
     return {f"{remedy} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)": make(
         p, ds, n, rounds, partition=SKEW_PARTITION, diagnostics=True, **remedy_overrides(remedy))}
 
 
 def label_skew_judges(p, ds, n, partitions=(SKEW_PARTITION,), rounds=None) -> dict:
     """{'SemiFL | partition': Config, 'Partially Supervised': Config}: what a remedy is judged against (Table 1's runs
-    at profile p: `small` for the gate's second way, `long` for the cells)."""
+    at p: `small` for the gate's second way, `long` for the cells)."""
     return {**{f"{label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part) for part in partitions},
             label_of(PARTIALLY_SUPERVISED): make(p, ds, n, rounds, algorithm=PARTIALLY_SUPERVISED)}
 
@@ -495,16 +465,14 @@ def label_skew_long_configs(p, ds, n, remedy, partitions=PART3_LONG_PARTITIONS) 
 
 
 def label_skew_remedy_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
-    """{'row | SemiFL | partition': Config}: SemiFL with and without the remedy (the fixed rule both) at each
-    partition, and Partially Supervised."""
+    """{'row | SemiFL | partition': Config}: SemiFL with and without the remedy (fixed rule), and the baselines."""
     from ..methods.pseudo_labels import FIXED
     out = {f"{row} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part, **over)
            for part in REMEDY_PARTITIONS for row, over in ((remedy, REMEDIES[remedy]), (FIXED, {}))}
     return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
-# "Do the few-label winners hold at `long`?": SemiFL with the client-adaptive rule and (FL)^2 at the `long`
-# profile (R=300), IID and Non-IID K=2; Table 1 at `long` shows them beside SemiFL and Partially Supervised.
+# Do the few-label winners hold at `long` (R=300)? Table 1 at `long` shows them beside SemiFL and Partially Supervised.
 LONG_WINNER_PARTITIONS = ("iid", "non-iid-l-2")
 
 
@@ -519,26 +487,22 @@ def long_winner_configs(p, ds, n) -> dict:
     return out
 
 
-# CBAFed's Table 1 (notebooks/cbafed_table1): CBAFed, its lower and upper bounds and FedAvg + FixMatch, all on its
-# placement and schedule (methods/cbafed.py).
+# CBAFed's Table 1 (notebooks/cbafed_table1): its rows on its placement and schedule (methods/cbafed.py).
 def cbafed_configs(p, dataset, rounds=None) -> dict:
     """{row label: Config} at profile p; `rounds` (if given) keeps the profile's split: half warm-up, half federated."""
     extra = {} if rounds is None else {"rounds": int(rounds), "cbafed_warmup": int(rounds) // 2}
     return {label_of(m): profile(p, dataset, algorithm=m, **extra) for m in CBAFED_METHODS}
 
 
-# CBAFed in its released code's setting: its code draws the labeled client as its share of one Dirichlet
-# draw over all ten clients (Config.cbafed_labeled="dirichlet", partition.one_dirichlet_draw), where our small variant
-# gives it 600 images of every class; the balanced set makes our lower bound stronger than theirs.
+# CBAFed's code draws the labeled client as its share of one Dirichlet draw over all ten clients (cbafed_labeled=
+# "dirichlet", partition.one_dirichlet_draw); our small variant's 600 images per class make our lower bound stronger.
 def cbafed_own_setting_configs(p, dataset, rounds=None) -> dict:
-    """{row label: Config}: cbafed_configs' rows, with the same labels (cbafed_table and cbafed_claims read them),
-    with the labeled client drawn as CBAFed's code draws it."""
+    """cbafed_configs, the labeled client drawn as CBAFed's code draws it; same labels (cbafed_table, cbafed_claims)."""
     return {label: cfg.replace(cbafed_labeled="dirichlet") for label, cfg in cbafed_configs(p, dataset, rounds).items()}
 
 
-# CBAFed as its released code runs (Config.cbafed_variant="code": the residual timing and the input pipeline of
-# methods/cbafed.py), in the code's own setting, evaluated every round as the released code reports: CBAFed and its
-# lower bound, beside the paper variant's rows of the same setting.
+# CBAFed as its released code runs (Config.cbafed_variant="code": the residual timing and input pipeline of
+# methods/cbafed.py), evaluated every round as that code reports; beside the paper variant's rows of the same setting.
 def cbafed_code_configs(p, dataset, rounds=None) -> dict:
     """{row label + ", released code": Config}: CBAFed and the lower bound, code variant, own setting, every round."""
     from ..methods import CBAFED, CBAFED_LOWER
@@ -548,10 +512,9 @@ def cbafed_code_configs(p, dataset, rounds=None) -> dict:
 
 
 def headline_configs(results_dir=None) -> list[dict]:
-    """The README headline's rows as configs: {study, R, partition, method, cfg_a, cfg_psl, cfg_fsl}, each 'method
-    (cfg_a) above Partially Supervised (cfg_psl, same rounds)'. study: `small` or `long` (Table 1 there), "training
-    length" (SemiFL's other horizons, IID) or "few labels" (the few-label study's two winners, picked by its rule from
-    the committed runs, at 30 rounds and at `long`, IID and Non-IID K=2)."""
+    """The README headline's rows: {study, R, partition, method, cfg_a, cfg_psl, cfg_fsl}, each 'method (cfg_a) above
+    Partially Supervised (cfg_psl, same rounds)'. study: `small` or `long` (Table 1), "training length" (SemiFL's other
+    horizons, IID) or "few labels" (best_two_rules on the committed runs, at 30 rounds and `long`, IID and K=2)."""
     from ..methods.pseudo_labels import CLIENT_ADAPTIVE
     ds, n = PROFILE_GRID["small"][0]
     semifl, psl, fsl = (label_of(m) for m in (SEMIFL, PARTIALLY_SUPERVISED, FULLY_SUPERVISED))

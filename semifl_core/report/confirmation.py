@@ -1,28 +1,20 @@
-"""The confirmation: the claims that were decided on seeds added after seeds 0-2 had been seen, judged again on fresh
-seeds alone (docs/verdicts.md, "The confirmation", gives the rule and the plan's table).
+"""The confirmation: the claims decided on seeds added after seeds 0-2 had been seen, judged again on fresh seeds alone
+(docs/verdicts.md, "The confirmation": the rule and the plan's table).
 
-Why: the seed plan gave seeds only to claims that read within noise at seeds 0-2, sized their number from those
-seeds, and then judged each claim on all its seeds. That choice leans toward "held" (simulated with no true effect, a
-claim's error roughly doubles). Seeds no choice has seen remove the lean: a claim is **confirmed** when its interval
-on the fresh seeds alone, Holm-corrected over the confirmation's family, lies on the claimed side of zero, and **not
-confirmed** otherwise.
+Why: the seed plan gave seeds only to claims within noise at seeds 0-2, sized their number from those seeds, then
+judged each claim on all its seeds, which leans toward "held" (simulated with no true effect, a claim's error roughly
+doubles). Seeds no choice has seen remove the lean: a claim is **confirmed** when its interval on the fresh seeds
+alone, Holm-corrected over the confirmation's family, lies on the claimed side of zero, else **not confirmed**.
 
-The plan (`compute_plan`, written to PLAN_FILE before any of its runs):
-- Candidates, in the order of the questions the README answers: SemiFL's lead at long training under IID (the
-  headline), the two label-skew remedies, the lead at 100 rounds, then the two 30-round Non-IID K=2 claims.
-- Each is sized by a power calculation on the committed seeds (the exploration): the paired spread `sd` of its per-seed
-  differences, and the effect the lower end of the 60 % interval of their mean (safeguard power analysis, Perugini,
-  Gallucci and Costantini 2014), not the mean itself, which the selection inflated. n is the fewest fresh seeds (at
-  most CAP) at which a paired t interval at Holm's strictest level 1 - 0.05 / m has POWER to lie on the claimed side.
-- The family grows in candidate order: a candidate joins when, with it in, every member still reaches POWER within
-  CAP seeds at the new m, and the family's runs of 300 rounds stay within LONG_CAP. A candidate that cannot join is
-  not run (the plan says so): its final word is "not confirmed", the fresh seeds' budget spent on the others.
-- Seeds FRESH, in order, both arms of a claim at the same seeds; the runs queue claim by claim (cheapest claim first),
-  seed by seed, so that each claim completes before the next starts.
+The plan (`compute_plan`, written to results/confirmation_plan.json before any of its runs): CANDIDATES in the order of
+the README's questions, each sized on the exploration's seeds at Holm's strictest level 1 - 0.05 / m (`sized`: safeguard
+power analysis, Perugini, Gallucci and Costantini 2014, as the selection inflated the mean). The family grows in that
+order while every member still reaches POWER within CAP seeds and its 300-round runs stay within LONG_CAP; a candidate
+that cannot join is not run and is "not confirmed". Both arms run at the same seeds FRESH, claim by claim, cheapest
+first.
 
     python -m semifl_core.report.confirmation            # the plan's table and the verdicts so far
-    python -m semifl_core.campaign confirmation          # trains the runs (two lanes share the queue)
-"""
+    python -m semifl_core.campaign confirmation          # trains the runs (two lanes share the queue)"""
 from __future__ import annotations
 
 import hashlib
@@ -60,9 +52,8 @@ FAMILY = "the confirmation"
 
 @dataclass
 class Claim:
-    """A claim the exploration judged: 'a above b' at seeds EXPLORED, in its family (the claims of one table that
-    share a baseline, Holm over them): `values` ({seed: final accuracy} of a and b) and its verdict (with its
-    interval)."""
+    """A claim the exploration judged: 'a above b' at seeds EXPLORED, in its family (one table's claims sharing a
+    baseline, Holm over them); `values`: {seed: final accuracy} of a and b."""
     name: str
     family: str
     a: Config
@@ -72,9 +63,8 @@ class Claim:
 
 
 def exploration(results_dir=None) -> list[Claim]:
-    """The claims the README answers and the label-skew `long` claims at Non-IID K=2, judged at seeds EXPLORED, families
-    in table order. The seeds these claims were later given after their exploration had been seen (3 and above) stay
-    committed as data and decide nothing (docs/verdicts.md, "The confirmation")."""
+    """The claims the README answers and the label-skew `long` claims at K=2, judged at seeds EXPLORED, families in
+    table order. Seeds given to them after that (3 and above) stay committed as data and decide nothing."""
     out = []
     for r in C.headline_configs(results_dir):
         fam = f"README headline, {r['study']}" + (f", {r['method']}" if r["study"] == "few labels" else "")
@@ -106,7 +96,7 @@ def plan_file(results_dir=None):
 
 
 def start_file(results_dir=None):
-    """Written by the first lane that starts a confirmation run: the plan's digest then (PLAN_FILE must not change)."""
+    """Written by the first lane that starts a confirmation run: the plan's digest then (the plan must not change)."""
     return repo_path("results", results_dir) / "confirmation_started.json"
 
 
@@ -116,8 +106,8 @@ def claimed(name: str, side: int) -> str:
 
 
 def power(n: int, effect: float, sd: float, m: int) -> float:
-    """The chance that a paired t interval at level 1 - ALPHA / m from n seeds lies above zero, when the per-seed
-    differences have mean `effect` > 0 and spread `sd` (the noncentral t distribution)."""
+    """The chance that a paired t interval at level 1 - ALPHA / m from n seeds lies above zero, for per-seed
+    differences of mean `effect` > 0 and spread `sd` (noncentral t)."""
     crit = stats.t.ppf(1 - ALPHA / m / 2, n - 1)
     return float(stats.nct.sf(crit, n - 1, effect * np.sqrt(n) / sd))
 
@@ -133,7 +123,7 @@ def sized(diffs, m: int) -> tuple[float, float, int | None]:
 
 
 def compute_plan(results_dir=None) -> dict:
-    """The plan from the committed runs (the exploration seeds each claim has), as PLAN_FILE holds it."""
+    """The plan from the committed runs (the exploration seeds each claim has), as plan_file() holds it."""
     by_name = {c.name: c for c in exploration(results_dir)}
     rows = []
     for name, side in CANDIDATES:
@@ -189,7 +179,7 @@ def load_plan(results_dir=None) -> dict:
 
 
 def write_plan(results_dir=None) -> dict:
-    """Write PLAN_FILE from the committed runs; refused once a confirmation run has started (START_FILE exists)."""
+    """Write plan_file() from the committed runs; refused once a confirmation run has started (start_file() exists)."""
     if start_file(results_dir).exists():
         raise SystemExit(f"{start_file(results_dir).name} exists: the plan's runs have started and it is fixed")
     plan = compute_plan(results_dir)
@@ -223,9 +213,8 @@ def queue(results_dir=None) -> list[tuple[str, Config]]:
 
 @dataclass(frozen=True)
 class Confirmation:
-    """One claim's confirmation: 'confirmed', 'not confirmed', 'running' (its fresh seeds or its family not all in)
-    or a no-verdict line; `fresh` the fresh-seed verdict with its interval (on the claimed side: positive) where
-    there is one."""
+    """One claim's confirmation: 'confirmed', 'not confirmed', 'running' (its fresh seeds or its family not all in) or
+    a no-verdict line; `fresh`: the fresh-seed verdict, if any (on the claimed side: positive)."""
     claim: str
     verdict: str
     fresh: Verdict | None = None
@@ -258,10 +247,9 @@ def _fault(plan: dict, row: dict, results_dir) -> str:
 
 
 def verdicts(results_dir=None, plan=None) -> list[Confirmation]:
-    """Every candidate's confirmation, in CANDIDATES order (`plan`: results_dir's own by default). A family member is
-    confirmed early when its interval at Holm's strictest level already lies on the claimed side (Holm confirms it
-    whatever the others read), not confirmed early when its 95 % interval does not; otherwise it waits for the
-    family."""
+    """Every candidate's confirmation, in CANDIDATES order (`plan`: results_dir's own by default). A member is confirmed
+    early when its interval at Holm's strictest level lies on the claimed side (Holm confirms it whatever the others
+    read), not confirmed early when its 95 % interval does not; otherwise it waits for the family."""
     plan = plan or load_plan(results_dir)
     out, judged, rows = {}, {}, plan["claims"]
     m = plan["m"]
@@ -316,11 +304,9 @@ CLAIMS_COLUMNS = ["claim", "a", "b", "exploration: seeds 0-2", "confirmation: fr
 
 
 def final_words(names, results_dir=None):
-    """One row per exploration claim in `names` (its exact name, in that order), from the runs in results_dir: both arms
-    at seeds 0-2, the exploration's reading, the confirmation on fresh seeds alone (where the plan gave the claim some)
-    and the final word: the confirmation's for a claim given seeds after seeds 0-2 were seen, else the exploration's.
-    Differences are on the claim's side (positive: as claimed). A store without a plan of its own (one's own runs)
-    is judged by the committed plan."""
+    """One row per exploration claim in `names` (exact names, in order): both arms at seeds 0-2, the exploration's and
+    the confirmation's readings (on the claimed side) and the final word, the confirmation's where there is one. A
+    results_dir with no plan of its own uses the committed plan."""
     import pandas as pd
     from .tables import mean_std
     by_name = {c.name: c for c in exploration(results_dir)}
@@ -347,9 +333,7 @@ def claims_file(name: str, results_dir=None):
 
 
 def frame(names, save_as: str | None = None, results_dir=None):
-    """The final words as a notebook shows them (final_words, on the runs in results_dir, default the committed
-    results/). With save_as, also written to <results_dir>/claims/<save_as>.csv: what this notebook decided, the file
-    README.md's headline table reads (`pandas.read_csv` opens it)."""
+    """final_words as a notebook shows them; save_as also writes <results_dir>/claims/<save_as>.csv, the README's."""
     t = final_words(names, results_dir)
     if save_as:
         path = claims_file(save_as, results_dir)

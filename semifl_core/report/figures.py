@@ -1,8 +1,6 @@
-"""Figures: their one style and width (THEME, MAX_WIDTH: new_figure starts every figure), saving them (a PNG that
-records its smallest font and dpi, and a pdf) and showing the saved PNG in the notebook, line plots over rounds, and
-the centralized baselines' curves copied into every partition panel (with_baselines: Figure 2's and the learning
-curves'). The other curves and figures (Figure 6's pseudo-label quality, the scale study's, the diagnosis' stages and
-augmentation grid, the few-label study's, the horizon's, CBAFed's) are built in the one notebook that draws them."""
+"""Figures: one style and width (THEME, MAX_WIDTH; new_figure starts every figure), saving (a PNG that records its
+smallest font and dpi, and a pdf) and showing the saved PNG, line plots over rounds, with_baselines (Figure 2, learning
+curves). Other figures (Figure 6, the scale, diagnosis, few-label, horizon, CBAFed ones) live in their notebook."""
 from __future__ import annotations
 
 import textwrap
@@ -16,9 +14,8 @@ from .runs import _kernel, display_name, repo_path
 
 DPI = 150          # the PNG's resolution
 MAX_WIDTH = 9.0    # inches: at DPI at most 1350 px, so that an 890 px column shrinks a figure to 0.66 at most
-# The one style of every figure: seaborn's whitegrid in its notebook context, its smallest text 11 pt. A MAX_WIDTH
-# figure shown 890 px wide (GitHub's README column; JupyterLab's output area in a 1400 px window) draws 11 pt text
-# 15 px high, above the 13-14 px of the page's own text. tests/browser_check.py measures every figure shown.
+# The one style: seaborn's whitegrid, notebook context, smallest text 11 pt. Shown 890 px wide (GitHub's README column;
+# JupyterLab's output area in a 1400 px window), a MAX_WIDTH figure draws 11 pt as 15 px, above the page's 13-14 px.
 THEME = dict(style="whitegrid", context="notebook",
              rc={"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": 11,
                  "ytick.labelsize": 11, "legend.fontsize": 11, "legend.title_fontsize": 11, "figure.titlesize": 13})
@@ -27,8 +24,7 @@ FONT_KEY, DPI_KEY = "semifl:font-min-pt", "semifl:dpi"
 
 
 def new_figure(height: float, width: float = MAX_WIDTH, **kw):
-    """A new matplotlib figure in THEME, at most MAX_WIDTH inches wide (constrained layout unless `layout` says
-    otherwise): every figure the notebooks show starts here (then fig.subplots or fig.subplot_mosaic)."""
+    """A figure in THEME, at most MAX_WIDTH inches wide (constrained layout by default); every figure starts here."""
     import matplotlib.pyplot as plt
     import seaborn as sns
     if width > MAX_WIDTH:
@@ -38,14 +34,12 @@ def new_figure(height: float, width: float = MAX_WIDTH, **kw):
     return plt.figure(figsize=(width, height), **{"layout": "constrained", **kw})
 
 
-# mathtext draws a super- or subscript at 0.7 of its text's size (matplotlib's SHRINK_FACTOR): the exponent of a
-# default log-axis label, 10 with a superscript, is that small
+# mathtext draws a super- or subscript at 0.7 of its text's size (SHRINK_FACTOR), as a default log-axis label's exponent
 SCRIPT = 0.7
 
 
 def smallest_font(fig) -> float:
-    """The smallest font size (points) of the text a drawn figure shows (titles, labels, ticks, legends); a text
-    with a mathtext super- or subscript counts at SCRIPT of its size."""
+    """The smallest font size (points) a drawn figure shows; text with a mathtext sub/superscript counts at SCRIPT."""
     import re
 
     from matplotlib.text import Text
@@ -57,8 +51,7 @@ def smallest_font(fig) -> float:
 
 
 def plain_number(x: float) -> str:
-    """A log-axis tick's label in plain text: 0.1, 1, 10 and the values between 0.01 and 1000 that are not powers of
-    ten (0.2, 300) as written; other powers of ten and values as 1e3, 1e-2, 2e-4."""
+    """A log-axis tick label in plain text: 0.1, 1, 10 and non-powers of ten in 0.01-1000 as written, else 1e3, 2e-4."""
     e = int(np.floor(np.log10(x) + 1e-9))
     m = x / 10.0 ** e
     decade = abs(m - 1) < 1e-6
@@ -68,8 +61,7 @@ def plain_number(x: float) -> str:
 
 
 def plain_log_ticks(fig) -> None:
-    """Every log axis of fig that matplotlib labels itself (10 with a superscript exponent, drawn at SCRIPT of the
-    tick label's size) labelled with plain_number instead: the same ticks, at the tick labels' own size."""
+    """Relabel log axes that matplotlib labels itself (10 with a SCRIPT-sized exponent) with plain_number, full size."""
     from matplotlib.ticker import LogFormatter, LogFormatterSciNotation
 
     class Plain(LogFormatterSciNotation):
@@ -86,10 +78,9 @@ def plain_log_ticks(fig) -> None:
 
 
 def save_figure(fig, figures_dir, name: str) -> None:
-    """Save a matplotlib/seaborn figure as figures_dir/name.png and .pdf (figures_dir None: the repository's
-    figures/), the PNG at DPI with its smallest font size and dpi in its metadata (FONT_KEY, DPI_KEY: what
-    tests/browser_check.py checks), and show that PNG in a notebook (the figure is closed: the notebook shows the
-    file the README embeds). No figure (nothing to draw): says so in one line."""
+    """Save fig as figures_dir/name.png and .pdf (default: the repository's figures/), the PNG at DPI with FONT_KEY and
+    DPI_KEY in its metadata (tests/browser_check.py checks them), and show that PNG (the figure is closed: the notebook
+    shows the file the README embeds). fig None: says so in one line."""
     import io
 
     import matplotlib.pyplot as plt
@@ -127,8 +118,7 @@ def colors(n: int) -> list:
 
 
 def mean_band(ax, g: pd.DataFrame, x: str, y: str, color, label: str, bounds=(None, None), **line):
-    """One series over x: the mean over seeds as a line and a band of one population std (ddof 0, as the tables'),
-    the band clipped to `bounds` (an accuracy never below 0 % or above 100 %)."""
+    """One series: its mean over seeds and a band of one population std (ddof 0, as the tables') clipped to `bounds`."""
     s = g.groupby(x)[y].agg(["mean", lambda v: v.std(ddof=0)]).sort_index()
     mean, std = s.iloc[:, 0].to_numpy(float), np.nan_to_num(s.iloc[:, 1].to_numpy(float))
     ax.plot(s.index, mean, color=color, label=label, **line)
@@ -137,8 +127,7 @@ def mean_band(ax, g: pd.DataFrame, x: str, y: str, color, label: str, bounds=(No
 
 
 def reference_line(ax, g: pd.DataFrame, y: str, color, label: str, x: str = "round"):
-    """A run drawn as what it is, a reference: its final value (mean over seeds) as a dashed horizontal line (e.g.
-    Fully Supervised, trained for its own number of epochs, not for the rounds of the x axis)."""
+    """A reference run (e.g. Fully Supervised: its own epochs, not these rounds): its final mean as a dashed line."""
     last = g[g[x] == g.groupby("seed")[x].transform("max")] if "seed" in g else g[g[x] == g[x].max()]
     ax.axhline(last[y].mean(), color=color, ls="--", lw=1.5, label=label)
 
@@ -146,13 +135,11 @@ def reference_line(ax, g: pd.DataFrame, y: str, color, label: str, x: str = "rou
 def lineplot_grid(data: pd.DataFrame, y: str, hue: str, col: str, row=None, x: str = "round", ylabel=None,
                   title=None, height: float = 3.0, bounds=(0, 100), refs=(), hue_order=None, xlabel="round",
                   wrap=2, dashed=()):
-    """y over rounds, one panel per col (and row), one line per hue: the mean over seeds and a band of one std
-    (clipped to `bounds`: a (low, high) pair, or a dict from a col or row value to its pair). Hue values in `refs`
-    are drawn as reference lines (their final value); hue values in `dashed` as dashed lines, drawn last, so that a
-    line lying on another (e.g. two rules with the same threshold) stays visible. Titles, legend (outside the panels,
-    below them) and values use display names; ylabel is a string or a dict from a col or row value to its label; wrap
-    (no row): at most that many panels a line (two: a figure MAX_WIDTH wide keeps its panels readable). Each panel
-    `height` inches high. None when nothing to draw."""
+    """y over rounds, one panel per col (and row), one line per hue: mean over seeds and a band of one std, clipped to
+    `bounds` ((low, high), or a dict from a col or row value to one). Hues in `refs` are drawn as reference lines; in
+    `dashed`, dashed and last, so a line lying on another stays visible. Display names throughout; legend below the
+    panels; ylabel: a string or a dict as `bounds`; wrap (no row): at most that many panels a line (two keep a
+    MAX_WIDTH figure readable); `height`: inches a panel. None when there is nothing to draw."""
     from matplotlib.ticker import MaxNLocator
     d = data.dropna(subset=[y])
     if d.empty:

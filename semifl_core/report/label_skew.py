@@ -1,7 +1,6 @@
-"""The label-skew study's shared part (notebooks/label_skew.ipynb holds its tables, figures and claims): the
-measures of the instrumented runs, each run summarised by the mean of each measure over its rounds (fixed before the
-runs: every evaluated round counts alike), and part 3's gate (its `long` plan reads the committed gate runs
-quietly, whatever seeds a render uses) and `long` cells."""
+"""The label-skew study's shared part (notebooks/label_skew.ipynb holds its tables, figures and claims): the measures
+of the instrumented runs, each run summarised by each measure's mean over its rounds (fixed before the runs: every
+evaluated round counts alike), and part 3's gate (committed_part3_gate) and `long` cells."""
 from __future__ import annotations
 
 import numpy as np
@@ -17,8 +16,8 @@ from .rule import ONE_SEED_LESS, above, at_seeds, holm, one_seed_less, separatio
 from .runs import curves, stored_runs
 from .tables import mean_std, seed_values, seeded   # "mean (std) n=k", one decimal: shares and thresholds in percent
 
-# measure -> (display name, scale): shares are shown in percent. A client's own classes are "its classes" (the
-# measures' "held") and the rest "the other classes" ("unheld"): held / not held are the claims' verdicts, nothing else.
+# measure -> (display name, scale), shares in percent. A client's own classes are "its classes" (the measures' "held"),
+# the rest "the other classes" ("unheld"): held / not held are the claims' verdicts, nothing else.
 OWN, OTHER = "its classes", "the other classes"
 MEASURES = {
     "skew_held": ("its classes, how many", 1),
@@ -60,19 +59,16 @@ def finals(df, label) -> np.ndarray:
 
 
 def part3_gate_table(gates: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
-    """Part 3's gate (configs.PART3_GATE, fixed before its runs), per remedy (gates: its instrumented K=2 `small`
-    runs; judges: configs.label_skew_judges at `small`): one update's change on a client's own and the other classes
-    (mean (std) n of the runs' means over their rounds), its K=2 `small` final beside the fixed rule's (Table 1's
-    cell), and the gate: passed by the mechanism (the other classes' drop under 14.5 points with its own classes up
-    at least 3) or by the final (held above the fixed rule's by the separation rule, the package's rule when the gate
-    was fixed and ran: a gate keeps the rule it was written with), failed otherwise; 'not run' until three seeds are
-    in."""
+    """Part 3's gate (configs.PART3_GATE, fixed before its runs) per remedy (gates: its instrumented K=2 `small` runs;
+    judges: configs.label_skew_judges at `small`): one update's change on a client's own and other classes (mean (std)
+    n of the run means), the K=2 `small` final beside the fixed rule's (Table 1's cell), and the gate: passed by the
+    mechanism (PART3_GATE) or by the final (held above the fixed rule's: separation), else failed; 'not run' if n<3."""
     means, fixed = run_means(gates), finals(judges, f"{label_of(SEMIFL)} | {SKEW_PARTITION}")
     rows = []
     for r in PART3_REMEDIES:
         own, other = measure_values(means, r, "skew_dacc_held"), measure_values(means, r, "skew_dacc_unheld")
         final = finals(gates, f"{r} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)")
-        vs = separation(final, fixed)   # the gate's rule: the package's rule when the gate was fixed (docs/verdicts.md)
+        vs = separation(final, fixed)   # the package's rule when the gate was fixed: a gate keeps it (docs/verdicts.md)
         gate = "not run" if len(own) < 3 else (
             "passed (mechanism)" if other.mean() > PART3_GATE["skew_dacc_unheld"]
             and own.mean() >= PART3_GATE["skew_dacc_held"] else "passed (final)" if vs == "held" else "failed")
@@ -82,30 +78,26 @@ def part3_gate_table(gates: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
 
 
 def part3_long_plan(gate: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
-    """The `long` cells part 3 trains, from its gate table (part3_gate_table), as (remedy, partitions), remedy by
-    remedy: the fewer-steps remedies at Non-IID K=2 regardless of their gate, and every remedy whose gate passed at
-    Non-IID K=2 and Dir(0.1). The notebook asks for this plan (so its campaign queues it): a remedy whose gate
-    failed has no `long` runs to wait for."""
+    """The `long` cells part 3 trains, as (remedy, partitions): the fewer-steps remedies at K=2 regardless, and each
+    remedy whose gate passed at K=2 and Dir(0.1); the notebook asks for it so its campaign queues exactly these."""
     passed = {r for r in PART3_REMEDIES if str(gate.loc[r, "gate"]).startswith("passed")}
     plan = [(r, PART3_LONG_PARTITIONS if r in passed else (SKEW_PARTITION,)) for r in PART3_LONG_REGARDLESS]
     return plan + [(r, PART3_LONG_PARTITIONS) for r in PART3_REMEDIES if r in passed and r not in PART3_LONG_REGARDLESS]
 
 
 def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
-    """part3_gate_table on the committed runs, seeds 0-2 (what the notebook plans its `long` runs from): a remedy's
-    gate reads 'not run' until its three gate runs are in. Read with stored_runs (quiet: in a notebook run_all's store
-    lines would count the gate's runs a second time in the README's run count)."""
+    """part3_gate_table on the committed runs at seeds 0-2, whatever seeds a render uses: the notebook plans its `long`
+    runs from it. stored_runs is quiet, where run_all's lines would count the gate's runs twice in the README."""
     gates = pd.concat([stored_runs(configs.label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
                        for r in PART3_REMEDIES], ignore_index=True)
     return part3_gate_table(gates, stored_runs(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir))
 
 
 def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, seeds=(0, 1, 2)) -> pd.DataFrame:
-    """Part 3's cells at `long` (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at
-    `long`): per remedy and partition with runs, its final-round accuracy beside Partially Supervised's and SemiFL's
-    fixed rule's, and its verdicts against both (paired by seed; each column one family, Holm-corrected). The
-    remedy's cell is its mean at `seeds` (every claim's: 0-2); each verdict's `evidence` holds both arms there, and,
-    for a decided verdict that some seed left out turns, which (rule.one_seed_less)."""
+    """Part 3's `long` cells (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at `long`):
+    per remedy and partition with runs, its final accuracy beside Partially Supervised's and the fixed rule's, and its
+    verdicts against both (paired by seed; each column one Holm family). A cell is the mean at `seeds` (every claim's:
+    0-2); a verdict's `evidence`: both arms there, and which seed left out turns a decided one (rule.one_seed_less)."""
     psl = finals(judges, label_of(PARTIALLY_SUPERVISED))
     rows, shown, vs_psl, vs_fixed = [], [], [], []
     for r in PART3_REMEDIES:
@@ -138,10 +130,9 @@ PART3_IID_SENT = (NO_GLOBAL_MOMENTUM,)   # sent to IID on 2026-11-29 (held above
 
 
 def part3_iid_plan(long_table: pd.DataFrame) -> list[str]:
-    """The remedies part 3's rule, fixed before its runs, sends to IID at `long`: those held above Partially
-    Supervised under Non-IID K=2 there (a remedy must not lose what SemiFL gains under IID). The rule read the seed
-    plan's eight seeds, which are no confirmation (docs/verdicts.md): the remedy it sent then (PART3_IID_SENT) keeps
-    its IID check, and a remedy now held at seeds 0-2 joins it."""
+    """The remedies part 3's rule, fixed before its runs, sends to IID at `long`: those held above Partially Supervised
+    under K=2 there (a remedy must not lose what SemiFL gains under IID). The rule read the seed plan's eight seeds, no
+    confirmation (docs/verdicts.md): the one it sent (PART3_IID_SENT) keeps its IID check; any held at 0-2 joins it."""
     k2 = PART3_NAMES[SKEW_PARTITION]
     held = [r for (r, part), row in long_table.iterrows()
             if part == k2 and str(row["vs Partially Supervised"]) == "held"]
@@ -149,8 +140,7 @@ def part3_iid_plan(long_table: pd.DataFrame) -> list[str]:
 
 
 def measure_values(means, row, col, scale=1.0) -> np.ndarray:
-    """One row's measure per seed (times `scale`; -1 for a drop), knowing its seeds and labeled-set draw (a
-    tables.seeded array: two rows at one seed and draw are paired by the rule), or empty."""
+    """One row's measure per seed (times `scale`; -1 for a drop), a tables.seeded array (paired by seed, draw) or []."""
     m = means[means.row == row]
     return seeded(m.assign(**{col: m[col] * scale}), col) if col in m and len(m) else np.array([])
 

@@ -6,19 +6,15 @@ newline and with its kernel's Python version: after a render,
 
     python -m semifl_core.report.notebook_files notebooks/*.ipynb     # rewrites each as JupyterLab would save it
 
-(`--check`: rewrites nothing, names those that differ and exits 1). tests/test_notebook_files.py checks the committed
-notebooks and their pairs.
+(`--check`: rewrites nothing, names those that differ, exits 1; tests/test_notebook_files.py checks the committed ones).
 
-JupyterLab writes the running kernel's Python version into metadata.language_info.version when it saves, the one
-thing that differs between readers' saves of an unchanged notebook (docs/usage.md, "Saving a notebook"). The
-committed notebooks carry none, and `make install` (`--install`) sets up two guards, both dropping it from the
-notebooks that .gitattributes gives git's filter FILTER:
-
-- pre_save_hook, in the JupyterLab of the venv (its etc/jupyter/jupyter_server_config.json): the saved file is byte
-  for byte the committed one, so `git status` stays clean;
-- git's clean filter FILTER (git config filter.FILTER.clean CLEAN: this file run as a script, standard library only,
-  so any python3 runs it): for any other editor or server, `git diff` and a commit see no change (`git status` may
-  still list the file until `git add` finds it equal)."""
+JupyterLab saves the running kernel's Python version in metadata.language_info.version, the one thing that differs
+between readers' saves of an unchanged notebook (docs/usage.md, "Saving a notebook"). The committed notebooks carry
+none, and `make install` (`--install`) sets up two guards dropping it from the notebooks .gitattributes filters:
+pre_save_hook in the venv's JupyterLab (etc/jupyter/jupyter_server_config.json), so that the saved file is the
+committed one byte for byte and `git status` stays clean; and git's clean filter FILTER (CLEAN: this file as a script,
+standard library only, so any python3 runs it), so that for other editors `git diff` and a commit see no change
+(`git status` may list the file until `git add` finds it equal)."""
 from __future__ import annotations
 
 import json
@@ -32,9 +28,8 @@ CLEAN = "python3 semifl_core/report/notebook_files.py --clean"   # its clean com
 
 
 def clean(text: str) -> str:
-    """The notebook text without metadata.language_info.version (what git stores: FILTER's clean side); text that is
-    not a notebook with that key is returned as it is. A notebook is written back as nbformat writes it (one-space
-    indent, sorted keys, non-ASCII kept, a final newline), so a committed notebook is its own clean text."""
+    """The notebook text without metadata.language_info.version (FILTER's clean side: what git stores), as nbformat
+    writes it, so that a committed notebook is its own clean text; other text as it is."""
     try:
         nb = json.loads(text)
     except ValueError:
@@ -58,21 +53,18 @@ def filtered(path) -> bool:
 
 
 def pre_save_hook(model, path, contents_manager, **kwargs):
-    """Jupyter server's pre-save hook (SERVER_CONFIG): a notebook that git filters with FILTER is saved without the
-    kernel's Python version, as git stores it."""
+    """Jupyter's pre-save hook (SERVER_CONFIG): saves a notebook git filters with FILTER without the Python version."""
     if model.get("type") == "notebook" and filtered(Path(contents_manager.root_dir, path.strip("/"))):
         model["content"].get("metadata", {}).get("language_info", {}).pop("version", None)
 
 
-# what `--install` sets in the venv's Jupyter server config (etc/jupyter/jupyter_server_config.json; the .d folder
-# beside it enables extensions only)
+# `--install` sets this in the venv's etc/jupyter/jupyter_server_config.json (the .d folder only enables extensions)
 SERVER_CONFIG = {"ContentsManager": {"pre_save_hook": "semifl_core.report.notebook_files.pre_save_hook"}}
 
 
 def install(prefix=None, repo=None) -> str:
-    """Sets up both guards: the pre-save hook in the Jupyter config of the Python at `prefix` (default: this one's,
-    the venv's) and, when `repo` (default: this checkout) is a git clone, the clean filter. Returns what it did, in
-    one line."""
+    """Set up both guards: the pre-save hook in the Jupyter config of the Python at `prefix` (default: this one, the
+    venv's) and, if `repo` (default: this checkout) is a git clone, the clean filter. Returns one line saying what."""
     conf = Path(prefix or sys.prefix, "etc", "jupyter", "jupyter_server_config.json")
     config = json.loads(conf.read_text()) if conf.exists() else {}
     for section, values in SERVER_CONFIG.items():   # the file's other settings are kept
@@ -94,8 +86,7 @@ def kernel_display_name(name: str = KERNEL) -> str:
 
 
 def as_jupyter(path) -> str:
-    """The text JupyterLab would save for the notebook at path, as git stores it: nbformat's writer, the kernelspec of
-    the installed KERNEL, no Python version (clean)."""
+    """The text JupyterLab would save for the notebook at path, as git stores it (nbformat, KERNEL's spec, clean)."""
     import nbformat
     nb = nbformat.read(str(path), as_version=nbformat.NO_CONVERT)
     spec = nb.metadata.setdefault("kernelspec", {})
@@ -117,8 +108,7 @@ def save_as_jupyter(path) -> bool:
 
 
 def paired_text(path) -> str:
-    """What jupytext (with the jupytext.toml of the notebook's folder) writes for the notebook's percent-script
-    pair, from the notebook at path: what JupyterLab with jupytext saves as X.py."""
+    """The percent-script pair (X.py) jupytext writes for the notebook at path, with its folder's jupytext.toml."""
     import jupytext
     from jupytext.config import load_jupytext_config
     path = Path(path)

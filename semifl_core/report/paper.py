@@ -1,13 +1,11 @@
 """The paper's published numbers and names, quoted from Diao, Ding & Tarokh, "SemiFL: Semi-Supervised Federated
-Learning for Unlabeled Clients with Alternate Training", NeurIPS 2022: Tables 1-5, its partitions and datasets.
-
-The end of the module holds FedDure's Table 1 (Bai et al., AAAI 2024), labeled as FedDure's.
+Learning for Unlabeled Clients with Alternate Training", NeurIPS 2022: Tables 1-5, its partitions and datasets. The
+end of the module holds FedDure's Table 1 (Bai et al., AAAI 2024), labeled as FedDure's.
 
 Everything here is THE PAPER'S (CIFAR-10 / SVHN / CIFAR-100, WResNet, 800 rounds), never a result of this package.
 Values are strings "mean(std)" exactly as printed (the paper's parentheses hold standard errors over 4 seeds);
-`value()` turns one into a float. A row of one of our methods is keyed by its name in the method table
-(methods.METHODS); rows the package does not run (FedMatch, FedRGD, the centralized SSL methods) by the paper's name.
-"""
+`value()` turns one into a float. A row of our methods is keyed by its name in methods.METHODS; rows the package does
+not run (FedMatch, FedRGD, the centralized SSL methods) by the paper's name."""
 from __future__ import annotations
 
 import math
@@ -126,9 +124,8 @@ def label(dataset: str, num_supervised: int | None = None) -> str:
 
 
 def table1(method: str, partition: str | None, dataset: str, num_supervised: int) -> str | None:
-    """The paper's Table 1 entry for a method (FULLY_SUPERVISED, PARTIALLY_SUPERVISED, FEDAVG_SUPERVISED (the
-    paper's HeteroFL row), SEMIFL, 'FedMatch', 'FedRGD', or an SSL method name) at (dataset, N_S); None when the
-    paper has none."""
+    """The paper's Table 1 entry for a method (FULLY_SUPERVISED, PARTIALLY_SUPERVISED, FEDAVG_SUPERVISED: the paper's
+    HeteroFL row, SEMIFL, 'FedMatch', 'FedRGD', or an SSL method name) at (dataset, N_S); None if the paper has none."""
     if method == FULLY_SUPERVISED:
         return TABLE1_BASELINE[method].get(dataset)
     if method == PARTIALLY_SUPERVISED:
@@ -141,8 +138,7 @@ def table1(method: str, partition: str | None, dataset: str, num_supervised: int
 
 
 def paper_column_for(dataset: str, num_supervised: int) -> tuple[str, int]:
-    """The paper's (dataset, N_S) to set beside ours: the same pair when the paper has it, else CIFAR-10 with the
-    closest N_S (e.g. Fashion-MNIST N_S=250 -> CIFAR-10 N_S=250)."""
+    """The paper's (dataset, N_S) beside ours: the same pair if it has it, else CIFAR-10 at the closest N_S."""
     if (dataset, num_supervised) in TABLE1_COLUMNS:
         return dataset, num_supervised
     return "cifar10", min((250, 4000), key=lambda n: abs(math.log(n) - math.log(max(num_supervised, 1))))

@@ -1,13 +1,10 @@
 """README.md's one generated part: the headline table, read from what the notebooks decided (results/claims/*.csv,
-written by each notebook's final-words cell: report.confirmation.frame), never recomputed here.
-
-Each row is one claim the README answers: its exploration at seeds 0-2 (the seeds every study planned from the
-start), its confirmation on fresh seeds alone where the seed plan had given it seeds after seeds 0-2 were seen, and
-the final word (docs/verdicts.md).
+written by each notebook's final-words cell: report.confirmation.frame), never recomputed here. Each row is a claim the
+README answers: its exploration at seeds 0-2, its confirmation on fresh seeds where it has one, and the final word
+(docs/verdicts.md).
 
     python -m semifl_core.report.readme            # rewrite the table
-    python -m semifl_core.report.readme --check    # exit 1 if it is not what results/ says
-"""
+    python -m semifl_core.report.readme --check    # exit 1 if it is not what results/ says"""
 from __future__ import annotations
 
 import sys

@@ -1,17 +1,12 @@
-"""The package's rule: how a claim is judged from per-seed values (docs/verdicts.md, "The rule", says it in words
-and why).
+"""The package's rule: how a claim is judged from per-seed values (docs/verdicts.md, "The rule": in words, and why).
 
-The difference of the two arms with a 95 % interval, paired by seed where the arms share each seed's
-draws (`paired`: scipy.stats.ttest_rel), Welch's interval where they do not (`welch`: ttest_ind, equal_var=False), a
-one-sample interval against a paper's number (`at_least`: ttest_1samp), Holm's correction over a family of claims that
-share a baseline (`holm`). The claims tables call `above`, `at_least`, `not_worse` and `every`: each
-returns a Verdict, the verdict's text ("held", "not held", "within noise", or why there is none) that also carries its
-interval.
-
-The separation rule (the rule before: the gap against both seed spreads, `separation`) judges only where a rule fixed
-before its runs named it (the label-skew gate). A one-sided claim 'A not worse than B' (`not_worse`) is 'B above A'
-read from A's side: an interval that holds zero is within noise, never 'not worse' (no loss found is not a loss
-ruled out; the interval's lower end is the largest loss left open)."""
+The difference of the two arms with a 95 % interval, paired by seed where the arms share each seed's draws (`paired`:
+scipy.stats.ttest_rel), Welch's where they do not (`welch`: ttest_ind, equal_var=False), one-sample against a paper's
+number (`at_least`: ttest_1samp); Holm's correction over a family of claims that share a baseline (`holm`). The claims
+tables call `above`, `at_least`, `not_worse` and `every`, each returning a Verdict: the verdict's text carrying its
+interval. The separation rule (the rule before: `separation`) judges only where a rule fixed before its runs named it
+(the label-skew gate). For 'A not worse than B' (`not_worse`) an interval holding zero is within noise, never 'not
+worse': no loss found is not a loss ruled out (loss_ruled_out)."""
 from __future__ import annotations
 
 import numpy as np
@@ -27,11 +22,9 @@ DECIDED = ("held", "not held", "within noise")
 
 class Verdict(str):
     """One claim under the rule: the verdict's text as a table cell shows it ("held", "not held", "within noise", or a
-    no-verdict text: "not run", "fewer than three seeds: no verdict", "no verdict: ..." naming why), with the mean
-    difference A - B (`diff`), its interval (`low`, `high`) at `level`, the seeds it rests on (`n`, and `seeds` for a
-    paired claim), the test and its two-sided p-value; `se` and `df` keep the t statistic's parts so that a family
-    correction can widen the interval. `evidence`, where a table sets it: the two arms' means at the seeds this
-    verdict was judged on."""
+    no-verdict text naming why), with the mean difference A - B (`diff`), its interval (`low`, `high`) at `level`, the
+    seeds it rests on (`n`; `seeds` if paired), the test and its two-sided p; `se` and `df` let a family correction
+    widen the interval. `evidence`, where a table sets it: the two arms' means at the seeds it was judged on."""
 
     def __new__(cls, verdict: str, **parts):
         unknown = sorted(set(parts) - set(PARTS))
@@ -71,15 +64,13 @@ class Verdict(str):
 
 
 def loss_ruled_out(v: Verdict) -> str:
-    """What a 'not worse' claim within noise says (rule.not_worse), from its interval ([-0.8, +0.5] -> 'no loss was
-    found, and a loss of more than 0.8 points is ruled out')."""
+    """What a 'not worse' claim within noise says (not_worse): a loss beyond its interval's lower end is ruled out."""
     return f"no loss was found, and a loss of more than {max(-v.low, 0.0):.1f} points is ruled out"
 
 
 def _t(res, diff: float, n: int, test: str, seeds=()) -> Verdict:
-    """A Verdict from scipy.stats' t test result `res` of the difference `diff` (its mean): the p-value, the degrees
-    of freedom and the standard error behind scipy's 95 % interval, which at() scales to any level (Holm). Zero
-    spread (every seed's difference the same): se 0 and p 0, or 1 where the difference is 0."""
+    """A Verdict from scipy.stats' t test result `res` for the mean difference `diff`: p, df and the se behind scipy's
+    95 % interval, which at() rescales to any level (Holm). Zero spread: se 0 and p 0, or 1 where `diff` is 0."""
     low, high = res.confidence_interval(1 - ALPHA)
     se = 0.0 if not np.isfinite(high - low) else (high - low) / 2 / stats.t.ppf(1 - ALPHA / 2, res.df)
     p = float(res.pvalue) if se > 0 else 0.0 if diff != 0 else 1.0
@@ -96,8 +87,7 @@ def _too_few(a_n: int, b_n: int) -> Verdict | None:
 
 
 def paired(a: dict, b: dict, claim: str = "") -> Verdict:
-    """The rule for arms that share each seed's draws: a, b map seed -> value. Both arms must hold the same seeds;
-    otherwise no verdict, and the reason names the claim and both arms' seeds."""
+    """The rule for arms that share each seed's draws (a, b: seed -> value); arms at different seeds get no verdict."""
     if a and b and set(a) != set(b):
         return Verdict(f"no verdict: {claim or 'the claim'}'s arms have different seeds (A: {_seeds(a)}; "
                        f"B: {_seeds(b)}); a paired claim needs both arms at the same seeds", n=len(set(a) & set(b)))
@@ -123,8 +113,7 @@ def welch(a, b) -> Verdict:
 
 
 def at_least(v, x: float) -> Verdict:
-    """The rule against a fixed number x (a paper's mean, which comes without its seeds, or a bound such as 0): the
-    one-sample t interval of mean(v) - x."""
+    """The one-sample t interval of mean(v) - x, x fixed (a paper's mean, which comes without seeds, or a bound)."""
     v = _values(v)
     short = _too_few(len(v), len(v) if np.isfinite(x) else 0)
     if short is not None:
@@ -135,11 +124,10 @@ def at_least(v, x: float) -> Verdict:
 
 
 def holm(family: list[Verdict]) -> list[Verdict]:
-    """Holm's correction over one family (claims comparing several arms with one baseline), in the family's order:
-    the judged claims sorted by p; the k-th (from 1) of m gets its interval at level 1 - ALPHA / (m - k + 1), until the
-    first one whose interval then holds zero; it and every later one get that claim's level (so that each verdict is
-    what its shown interval says). Claims without a verdict are left as they are and do not count in m. Returns new
-    Verdicts (a table sets each one's evidence)."""
+    """Holm's correction over one family (claims comparing several arms with one baseline), in its order: judged claims
+    sorted by p, the k-th (from 1) of m at level 1 - ALPHA / (m - k + 1) until the first whose interval then holds zero;
+    it and all later ones get its level (each verdict is what its shown interval says). Claims without a verdict stay
+    as they are and do not count in m. Returns new Verdicts."""
     idx = sorted((i for i, j in enumerate(family) if j.decided), key=lambda i: family[i].p)
     out, m, stop = [v.replace() for v in family], len(idx), None
     for k, i in enumerate(idx):
@@ -151,8 +139,8 @@ def holm(family: list[Verdict]) -> list[Verdict]:
 
 
 def leave_one_out(a: dict, b: dict, level: float = 1 - ALPHA) -> dict:
-    """{seed left out: the paired verdict of a above b without it, at `level`} (a claim whose verdict survives every
-    one is beyond one seed's reach; below four seeds every one reads 'fewer than three seeds: no verdict')."""
+    """{seed left out: the paired verdict of a above b without it, at `level`}: a verdict that survives every one is
+    beyond one seed's reach; below four seeds every one reads 'fewer than three seeds: no verdict'."""
     out = {}
     for s in sorted(set(a) & set(b)):
         j = paired({k: v for k, v in a.items() if k != s}, {k: v for k, v in b.items() if k != s})
@@ -164,9 +152,8 @@ ONE_SEED_LESS = "not beyond one more seed's reach"   # how a table says one_seed
 
 
 def one_seed_less(a: dict, b: dict, verdict) -> str:
-    """Where a decided verdict (held, not held) of 'a above b' turns to another with some seed left out, at its own
-    level: 'within noise without any one of seeds 0, 1 and 2' (a verdict not beyond one more seed's reach); '' where
-    it survives every one, is not decided, or has three seeds (leaving one out leaves no verdict)."""
+    """Where a decided verdict of 'a above b' turns with some seed left out, at its own level: 'within noise without
+    any one of seeds 0, 1 and 2'; '' where it survives every one, is undecided, or has three seeds (no verdict left)."""
     if str(verdict) not in ("held", "not held"):
         return ""
     turned = {}
@@ -189,9 +176,9 @@ def _seeds(d: dict) -> str:
 
 # ---------------------------------------------------------------------- per-seed values that know their seeds
 class Seeded(np.ndarray):
-    """Per-seed values (a float array in seed order) that know their seeds and the labeled-set draw they were trained
-    on (partition.labeled_draw without the seed; None when unknown or mixed): `above` pairs two of them by seed when
-    their draws are equal. Arithmetic on them gives plain arrays (a derived value pairs with nothing)."""
+    """Per-seed values (a float array in seed order) that know their seeds and labeled-set draw (partition.labeled_draw
+    without the seed; None if unknown or mixed): `above` pairs two by seed when their draws are equal. Arithmetic on
+    them gives plain arrays (a derived value pairs with nothing)."""
 
     def __new__(cls, values, seeds, draw=None):
         out = np.asarray(values, float).view(cls)
@@ -216,8 +203,7 @@ def _by_seed(v) -> dict | None:
 
 
 def at_seeds(a, b, seeds=(0, 1, 2)) -> tuple[dict, dict]:
-    """A claim's two arms ({seed: value}, or Seeded) at `seeds`, as each arm holds them (an arm that lacks one of them
-    gives the claim no verdict: above says so)."""
+    """A claim's two arms ({seed: value}, or Seeded) at `seeds`, as each holds them (an arm lacking one: no verdict)."""
     a, b = (v if isinstance(v, dict) else {} if not len(v) else dict(zip(v.seeds, np.asarray(v, float).tolist()))
             for v in (a, b))   # an arm with no runs (an empty array, no seeds) holds no seed
     return {s: a[s] for s in seeds if s in a}, {s: b[s] for s in seeds if s in b}
@@ -229,8 +215,7 @@ def _values(v) -> np.ndarray:
 
 # ---------------------------------------------------------------------- verdicts as the claims tables use them
 def above(a, b, claim: str = "") -> Verdict:
-    """The claim 'a above b' under the rule: paired by seed when both are Seeded on the same labeled draw (or dicts
-    seed -> value), else Welch's interval."""
+    """'a above b' under the rule: paired by seed if both are Seeded on the same labeled draw (or dicts), else Welch."""
     pa, pb = _by_seed(a), _by_seed(b)
     same_draw = isinstance(a, dict) or isinstance(b, dict) or getattr(a, "draw", None) == getattr(b, "draw", None)
     return paired(pa, pb, claim) if pa is not None and pb is not None and same_draw else welch(a, b)
@@ -238,8 +223,7 @@ def above(a, b, claim: str = "") -> Verdict:
 
 def not_worse(a, b, claim: str = "") -> Verdict:
     """'a not worse than b': 'b above a' read from a's side (held when a is held above b, not held when b is held above
-    a, within noise when the interval holds zero). A family's 'b above a' claims are Holm-corrected first (holm),
-    then each is read so (flip)."""
+    a, else within noise). A family's 'b above a' claims are Holm-corrected first (holm), then each read so (flip)."""
     return flip(above(b, a, claim))
 
 
@@ -251,9 +235,8 @@ def flip(v) -> Verdict:
 
 
 def bootstrap_at_least(replicates, x: float) -> Verdict:
-    """A simulated estimate against a fixed number x, from its bootstrap replicates (theorem1's rates): the
-    percentile interval of (replicates - x), held when it lies above zero (the replicates are draws of the estimate,
-    not seeds: no t interval)."""
+    """A simulated estimate against a fixed x from its bootstrap replicates (theorem1's rates): the percentile interval
+    of replicates - x (the replicates are draws of the estimate, not seeds: no t interval)."""
     r = np.asarray(replicates, float) - x
     if len(r) < 20:
         return Verdict("not run" if len(r) == 0 else "fewer than twenty replicates: no verdict")
@@ -263,9 +246,9 @@ def bootstrap_at_least(replicates, x: float) -> Verdict:
 
 
 def every(verdicts) -> Verdict:
-    """A claim made for several cases (each a Verdict): held if held in each (no correction is needed: every case
-    must pass), not held if not held in any, else within noise (or 'not all run', or no verdict). The interval shown
-    is the deciding case's: the not-held one, else the weakest (lowest lower end)."""
+    """A claim made for several cases (Verdicts): held if held in each (no correction needed: every case must pass), not
+    held if not held in any, else within noise, 'not all run' or no verdict; shown with the deciding case's interval
+    (the not-held one, else the weakest: lowest lower end)."""
     vs = [v if isinstance(v, Verdict) else Verdict(str(v)) for v in verdicts]
     if not vs:
         return Verdict("not run")

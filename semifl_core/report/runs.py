@@ -20,14 +20,10 @@ from . import paper
 
 
 def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_dir, figures_dir, describes=True):
-    """Every notebook's setup cell: check its parameters (a bad one: one line saying which and why), set the table
-    style (the figures' style is figures.THEME, which figures.new_figure sets for every figure), print what it will
-    run (SemiFL's profile; describes=False: the notebook says it) and where it reads and writes. Returns (seed list,
-    (dataset, N_S) pairs).
-
-    In a notebook's kernel, the package's one-line errors (a bad parameter, a damaged store, a missing dataset, a
-    failed run) show as that line, `semifl: ...`, not as a traceback (the cell still fails, and so does papermill),
-    and a parameter papermill injected that the notebook's parameters cell does not declare is refused."""
+    """Every notebook's setup cell: check its parameters (a bad one: one line saying which and why), set the table style
+    (figures.new_figure sets the figures'), print what it will run (describes=False: the notebook says it) and where it
+    reads and writes; returns (seed list, (dataset, N_S) pairs). In a kernel, the package's errors show as their one
+    line, `semifl: ...` (cell and papermill still fail); a papermill-injected parameter not declared is refused."""
     shell = _kernel()
     if shell is not None:
         shell.set_custom_exc(_one_line_errors(), _show_one_line)
@@ -48,8 +44,7 @@ PRINT_WIDTH = 100
 
 
 def say(text, width: int = PRINT_WIDTH) -> None:
-    """print(text), each of its lines wrapped to at most `width` characters: at its ' | ' separators first, then at
-    spaces (a longer word stays whole)."""
+    """print(text), lines wrapped to `width` at ' | ' separators first, then at spaces (a long word stays whole)."""
     import textwrap
     fill = lambda s: textwrap.fill(s, width, break_long_words=False, break_on_hyphens=False)  # noqa: E731
     out = []
@@ -65,9 +60,8 @@ def say(text, width: int = PRINT_WIDTH) -> None:
 
 
 def plain_tables() -> None:
-    """In a notebook's kernel, every DataFrame shows through one style (table_html): text left, numbers right,
-    display names for the package's codes, no pandas row numbers (a named index, a method or a rule, stays as the
-    first columns), no NaN; its text form (text/plain) likewise."""
+    """In a kernel, every DataFrame shows through one style (table_html; its text/plain form likewise): text left,
+    numbers right, display names for codes, no pandas row numbers (a named index stays as first columns), no NaN."""
     shell = _kernel()
     if shell is None:
         return
@@ -83,9 +77,7 @@ WRAP_AT = 40   # a text column whose cells are all at most this long stays on on
 
 
 def display_name(value):
-    """A partition's or a method's display name (paper.PARTITION_NAMES, the method table's labels) for its code
-    (e.g. 'non-iid-l-2' -> 'Non-IID, K=2', 'fedavg-supervised' -> 'FedAvg supervised (HeteroFL)'); anything else
-    as it is."""
+    """A partition's or method's display name for its code ('non-iid-l-2' -> 'Non-IID, K=2'); anything else as it is."""
     from ..methods import METHODS
     if isinstance(value, str):
         if value in paper.PARTITION_NAMES:
@@ -96,8 +88,7 @@ def display_name(value):
 
 
 def _shown_frame(df: pd.DataFrame) -> pd.DataFrame:
-    """df as a table shows it: its named index (not pandas' row numbers) as leading columns, codes as display names,
-    one level of column names."""
+    """df as a table shows it: a named index as leading columns, codes as display names, one level of column names."""
     if not isinstance(df.index, pd.RangeIndex) or df.index.name is not None:
         df = df.reset_index()
     if isinstance(df.columns, pd.MultiIndex):
@@ -111,8 +102,7 @@ def _is_number(v) -> bool:
 
 
 def numeric_column(values) -> bool:
-    """A column of numbers, or of cells that read as numbers ('87.2 (0.2) n=3'), placeholders ('not run', '-')
-    aside: shown right-aligned."""
+    """Numbers, or cells that read as numbers ('87.2 (0.2) n=3'), placeholders aside: a column shown right-aligned."""
     vals = [v for v in values if not (isinstance(v, str) and v.strip() in PLACEHOLDERS) and not _missing(v)]
     return bool(vals) and all(_is_number(v) or (isinstance(v, str) and _NUMBER.match(v.strip())) for v in vals)
 
@@ -122,8 +112,7 @@ def _missing(v) -> bool:
 
 
 def _cell_texts(col: pd.Series) -> list[str]:
-    """A column's cells as text: floats with the column's fewest decimals that show each value (at most 4), NaN and
-    None as NA."""
+    """A column's cells as text: floats at the fewest decimals (at most 4) that show each value, NaN and None as NA."""
     floats = [v for v in col if _is_number(v) and not _missing(v) and not float(v).is_integer()]
     decimals = max((len(np.format_float_positional(v, precision=4, trim="-").partition(".")[2]) for v in floats),
                    default=0)
@@ -139,11 +128,9 @@ def _cell_texts(col: pd.Series) -> list[str]:
 
 
 def table_html(df: pd.DataFrame) -> str:
-    """The one table style of every notebook, as HTML with inline styles (they survive JupyterLab's sanitizer, a
-    <style> block does not): text columns left, numeric columns right (numeric_column), cells of at most WRAP_AT
-    characters on one line (headers wrap at spaces), display names (display_name), NA for a missing value.
-    Deterministic: a re-render of the
-    same frame gives the same bytes (nbval compares them)."""
+    """The one table style of every notebook, as HTML with inline styles (they survive JupyterLab's sanitizer, a <style>
+    block does not): text left, numbers right (numeric_column), cells of at most WRAP_AT characters on one line, display
+    names, NA for a missing value. Deterministic: a re-render gives the same bytes (nbval compares them)."""
     from html import escape
     df = _shown_frame(df)
     cols = []
@@ -163,7 +150,6 @@ def table_html(df: pd.DataFrame) -> str:
 
 
 def _kernel():
-    """The IPython shell this code runs in (a notebook's kernel), or None."""
     if "IPython" not in sys.modules:   # not imported: not in IPython
         return None
     from IPython import get_ipython
@@ -179,8 +165,7 @@ def _one_line_errors() -> tuple:
 
 
 def _show_one_line(shell, etype, value, tb, tb_offset=None):
-    """IPython's custom exception handler (InteractiveShell.set_custom_exc): the error's one line, as `semifl` prints
-    it, as the cell's error output (ename and evalue as for any error; the cell fails) instead of the traceback."""
+    """IPython's custom exception handler: the error's one line, as `semifl` prints it, instead of the traceback."""
     stb = [f"semifl: {' '.join(str(value).split())}"]
     shell._showtraceback(etype, value, stb)
     return stb
@@ -190,12 +175,9 @@ INJECTED = "# Parameters\n"   # how papermill's injected cell begins (papermill.
 
 
 def check_injected(history: list[str]) -> None:
-    """Papermill injects its parameters as a cell of assignments that begins INJECTED, right after the notebook's
-    parameters cell; in the kernel both are just cells run (history: their sources in order, IPython's In). Every
-    name that cell sets must be one the parameters cell (the cell run before it) sets, or papermill's own
-    PAPERMILL_INPUT_PATH / PAPERMILL_OUTPUT_PATH (--inject-paths): ConfigError naming the first other one. Nothing
-    is checked when no cell was injected, or when those cells are not plain assignments (cells run out of order by
-    hand)."""
+    """Papermill injects its parameters as a cell of assignments beginning INJECTED, right after the parameters cell
+    (history: IPython's In); every name it sets must be set there too or be papermill's own (PAPERMILL_*,
+    --inject-paths), else ConfigError. Unchecked without that cell, or if either is not plain assignments (by hand)."""
     at = max((i for i, src in enumerate(history) if src.startswith(INJECTED)), default=0)
     if at == 0:
         return
@@ -239,8 +221,7 @@ def seeds_of(seed=None, seeds=(0, 1, 2)) -> list[int]:
 
 
 def grid(profile_name: str, dataset=None) -> list[tuple[str, int]]:
-    """(dataset, N_S) pairs to run: the profile's PROFILE_GRID, restricted to `dataset` (a name or a list) if given.
-    A dataset outside the grid runs with the profile's default N_S."""
+    """(dataset, N_S) pairs: the profile's PROFILE_GRID, or `dataset`'s (name or list; off the grid: default N_S)."""
     pairs = PROFILE_GRID[profile_name]
     if dataset is None:
         return list(pairs)
@@ -293,8 +274,7 @@ COLLECT = "SEMIFL_COLLECT"   # a file: run_all appends each run it would train t
 
 
 def no_train() -> bool:
-    """SEMIFL_NO_TRAIN=1: render from the results store only; runs not in it are left out (and said so), not
-    trained. CI renders the committed notebooks this way."""
+    """SEMIFL_NO_TRAIN=1: render from the results store only; runs not in it are left out (and said so). CI does so."""
     return os.environ.get("SEMIFL_NO_TRAIN", "0") not in ("", "0")
 
 
@@ -329,17 +309,15 @@ def draw_of(cfg: Config) -> str:
 
 
 def usable_cores() -> list[int]:
-    """The CPU cores this process may run on (its affinity: `taskset -c 0` or a container's cpuset leaves fewer than
-    the machine has), where the platform says; else every core."""
+    """The CPU cores this process may run on (its affinity: `taskset -c 0` or a cpuset leaves fewer); else all cores."""
     if hasattr(os, "sched_getaffinity"):
         return sorted(os.sched_getaffinity(0))
     return list(range(os.cpu_count() or 1))
 
 
 def workers_for(device: str, jobs: int, runs_per_gpu: int = 1) -> int:
-    """Parallel training processes: one per usable CPU core (each with one thread; under `taskset -c 0` one, and the
-    runs train in this process) on a CPU; on CUDA `runs_per_gpu` per GPU (each GPU torch sees, for device auto or
-    cuda; one for cuda:N)."""
+    """Parallel training processes: on a CPU one per usable core (one thread each; under `taskset -c 0` one, in this
+    process); on CUDA `runs_per_gpu` per GPU (each GPU torch sees, for auto or cuda; one for cuda:N)."""
     from ..run import pick_device
     dev = pick_device(device)
     if dev.type == "cpu":
@@ -358,7 +336,6 @@ FROM_STORE = "Rendered from the results store only (SEMIFL_NO_TRAIN=1: nothing t
 
 
 def _stored(results_dir: Path, cfg: Config) -> dict | None:
-    """cfg's run summary (with its path, reused) if the store holds it complete, else None."""
     from ..results import open_run
     info = open_run(results_dir, cfg)
     return {**info.summary, "path": str(info.path), "reused": True} if info.state == "complete" else None
@@ -376,17 +353,15 @@ def stored_runs(configs: dict, seeds, results_dir=None) -> pd.DataFrame:
 def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=None, workers=None, backend=None,
             address=None, gpus_per_run=None, runs_per_gpu=None) -> pd.DataFrame:
     """Run every {label: Config} for every seed with one progress bar: complete runs are reused, the rest train in
-    `workers` processes (default: workers_for(device): one per core on a CPU, `runs_per_gpu` per GPU on CUDA), each
-    resuming from its checkpoint if it has one. runs_per_gpu (K): default $SEMIFL_RUNS_PER_GPU, else
-    workers.RUNS_PER_GPU; refused above 1 on a CPU and where K runs would not fit in the GPU's memory
-    (workers.runs_per_gpu). backend="ray" hands the runs to Ray instead (semifl_core.sweep: a local instance, or the
-    cluster at `address`; `gpus_per_run` GPUs a run, default 1/K where the cluster has GPUs); the default backend is
-    "processes", or $SEMIFL_BACKEND when set (so papermill can send a notebook's grids to Ray; Ray reads RAY_ADDRESS
-    itself). K changes how many runs train at once, never a run's key or results.
-    Returns a tidy DataFrame: one row per (label, seed) with the config's main fields and the run summary.
-    With SEMIFL_NO_TRAIN set (no_train()), runs not in the store are left out, with a printed line naming them.
-    Ctrl-C or SIGTERM stops the workers as it stops one run (each finishes its round and checkpoints; none starts
-    another), then raises KeyboardInterrupt with one line saying what is left; the workers die with this process."""
+    `workers` processes (default: workers_for(device)), each resuming from its checkpoint. runs_per_gpu (K): default
+    $SEMIFL_RUNS_PER_GPU, else workers.RUNS_PER_GPU; refused above 1 on a CPU or where K runs would not fit in the GPU
+    (workers.runs_per_gpu); it never changes a run's key or results. backend="ray" hands the runs to Ray
+    (semifl_core.sweep: a local instance, or the cluster at `address` or RAY_ADDRESS; `gpus_per_run` GPUs a run,
+    default 1/K where the cluster has GPUs); the default is $SEMIFL_BACKEND (so papermill can send a notebook's grids
+    to Ray), else "processes". Returns one row per (label, seed): the config's main fields and the run summary. With
+    SEMIFL_NO_TRAIN (no_train()), runs not in the store are left out, named in one line. Ctrl-C or SIGTERM stops the
+    workers as it stops one run (each finishes its round and checkpoints; none starts another), then raises
+    KeyboardInterrupt with one line saying what is left; the workers die with this process."""
     backend = backend or os.environ.get("SEMIFL_BACKEND") or "processes"
     if backend not in BACKENDS:
         raise ConfigError(f"backend={backend!r}: allowed are {', '.join(BACKENDS)}")
@@ -442,7 +417,7 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
             for i in todo:
                 done[i] = train_run(jobs[i][1], results_dir, device, data_root)
                 bar.update()
-        elif todo:   # Ctrl-C or SIGTERM: each worker finishes its round and checkpoints, none starts a run
+        elif todo:
             ctx = get_context("spawn")
             pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=init_worker,
                                        initargs=(os.getpid(), gpus, ctx.Value("i", 0) if gpus else None))
@@ -471,8 +446,7 @@ def runs_summary(df: pd.DataFrame) -> str:
 
 def curves(df: pd.DataFrame,
            keep=("label", "method", "seed", "partition", "dataset", "num_supervised", "algorithm")) -> pd.DataFrame:
-    """Per-round metrics of every run in df (run_all's output), with df's identifying columns (those of `keep` it
-    has) added."""
+    """Per-round metrics of every run in df (run_all's output), with those of df's `keep` columns it has."""
     parts = []
     for _, row in df.iterrows():
         m = load_metrics(row.path)
@@ -486,8 +460,7 @@ def curves(df: pd.DataFrame,
 
 
 def run_pairs(builder, p, pairs, seeds, results_dir, device="auto", rounds=None, **run_options) -> pd.DataFrame:
-    """run_all(builder(p, ds, n, rounds), **run_options) for every (dataset, N_S) pair, concatenated; adds 'method'
-    (the label without its partition) and 'pair'."""
+    """run_all of builder(p, ds, n, rounds) per (dataset, N_S) pair, concatenated, with 'method' and 'pair' columns."""
     dfs = [run_all(builder(p, ds, n, rounds), seeds, results_dir, device, **run_options) for ds, n in pairs]
     df = pd.concat(dfs, ignore_index=True)
     df["method"] = df.label.str.split(" | ", regex=False).str[0]
@@ -506,9 +479,8 @@ def minutes_per_round(results_dir=None) -> dict:
 
 
 def estimate_minutes(cfgs, per: dict) -> float:
-    """CPU minutes to train `cfgs` at the rates `per` (minutes_per_round): the same method at the same N_S, else the
-    same method, else SemiFL at N_S=100; NaN when the store has no run to go by. A floor more than a forecast:
-    semi-supervised rounds grow with the label ratio, so long runs take longer."""
+    """CPU minutes for `cfgs` at the rates `per` (minutes_per_round): same method and N_S, else method, else SemiFL at
+    N_S=100; NaN with no run to go by. More floor than forecast: semi-supervised rounds grow with the label ratio."""
     from ..methods import SEMIFL
     total = 0.0
     for cfg in cfgs:

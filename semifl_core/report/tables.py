@@ -1,7 +1,6 @@
-"""One function per table that more than one notebook shows (Table 1, the gap closed, the paper's gap points), and
-the cells they share: runs in, a DataFrame out, with "mean (std) n=k" cells and the paper's numbers beside ours. A
-table only one notebook shows (Tables 2-5, Figure 2's, the scale study's sizing rule, points and cost, the
-diagnosis' stages, classes, suspects and splits) is built in that notebook."""
+"""One function per table that more than one notebook shows (Table 1, the gap closed, the paper's gap points), and the
+cells they share: runs in, a DataFrame out, "mean (std) n=k" cells, the paper's numbers beside ours. A table one
+notebook shows (Tables 2-5, Figure 2's, the scale study's and the diagnosis' tables) is built in that notebook."""
 from __future__ import annotations
 
 import math
@@ -22,9 +21,8 @@ HETEROFL_ROW = "HeteroFL (supervised FedAvg, every client labeled)"
 
 
 def mean_std(values, unit: str = "") -> str:
-    """'mean (std) n=k' with the population std over seeds, one decimal, a unit before n ('23.4 (9.3) % n=3'); one
-    seed: 'value (n=1)' (no spread); no values: 'not run'; only NaN (undefined, e.g. a gap closed when the gap is
-    zero): 'n/a'."""
+    """'mean (std) n=k': population std over seeds, one decimal, a unit before n ('23.4 (9.3) % n=3'); one seed:
+    'value (n=1)'; no values: 'not run'; only NaN (undefined, e.g. a gap closed when the gap is zero): 'n/a'."""
     v = np.asarray([x for x in values if x is not None], float)
     if len(v) == 0:
         return "not run"
@@ -36,9 +34,7 @@ def mean_std(values, unit: str = "") -> str:
 
 
 def seed_values(df, metric: str = "final_acc", **match) -> Seeded:
-    """`metric` of the rows of df whose columns equal `match` (e.g. method=..., R=...), ordered by seed, knowing
-    their seeds and labeled draw (rule.Seeded: a claim between two such pairs by seed); empty where none (or df is an
-    empty store's frame)."""
+    """`metric` of df's rows whose columns equal `match` (e.g. method=..., R=...) as a rule.Seeded; empty where none."""
     for column, value in match.items():
         df = df[df[column] == value]
     return seeded(df, metric)
@@ -53,8 +49,7 @@ def seeded(df, metric: str) -> Seeded:
 
 
 def side_by_side(rows: list[dict], paper_label: str, ours_label: str = "this run") -> pd.DataFrame:
-    """rows: dicts with index columns plus 'paper' and 'ours' -> DataFrame with the paper's column (named
-    paper_label, e.g. 'paper (CIFAR-10, N_S=250)') next to 'this run'."""
+    """rows: dicts with index columns, 'paper' and 'ours' -> the paper's column (named paper_label) beside ours."""
     out = pd.DataFrame(rows).assign(paper=lambda d: d.paper.map(paper_cell))
     return out.rename(columns={"paper": paper_label, "ours": ours_label})
 
@@ -82,9 +77,8 @@ def accuracy(df, ds, n, method, part=None, metric="best_acc"):
 
 
 def paper_cell(text, n=paper.SEMIFL_RUNS):
-    """A paper's cell in our format, 'mean (spread) n=k', one decimal: '95.3(0.1)' -> '95.3 (0.1) n=4' (SemiFL's
-    spread is a standard error over its four seeds), '85.34' -> '85.3 n=4' (no spread printed), n=None -> 'n not
-    given'; words after the number stay; None (the paper has none) -> '-'."""
+    """A paper's cell in our format, one decimal: '95.3(0.1)' -> '95.3 (0.1) n=4' (SemiFL's spread: a standard error
+    over its four seeds), '85.34' -> '85.3 n=4', n=None -> 'n not given'; words after the number stay; None -> '-'."""
     if text is None or text != text:   # None or NaN
         return "-"
     m = re.match(r"^\s*(\d+(?:\.\d+)?)\s*(?:\((\d+(?:\.\d+)?)\))?(.*)$", str(text))
@@ -96,10 +90,9 @@ def paper_cell(text, n=paper.SEMIFL_RUNS):
 
 
 def table1(df, ds, n, methods=()) -> pd.DataFrame:
-    """Table 1's rows we run: ours ('mean (std) n=k') at the best round (as the paper reports) and at the final round
-    (what the claims judge), beside the paper's number; the rows the paper
-    has and we do not run are table1_paper_only's. `methods` (configs.check_methods): more methods, each in its own
-    rows (per partition if federated), their paper cells empty."""
+    """Table 1's rows we run, ours ('mean (std) n=k') at the best round (as the paper reports) and at the final round
+    (what the claims judge) beside the paper's number (rows we do not run: notebooks/table1.py, table1_paper_only);
+    `methods` (configs.check_methods) add rows (per partition if federated), their paper cells empty."""
     from ..methods import METHODS
     pds, pn = paper.paper_column_for(ds, n)
 
@@ -125,22 +118,19 @@ def table1(df, ds, n, methods=()) -> pd.DataFrame:
 
 
 def gap_closed(semifl, partial, full) -> float:
-    """The share of the Partially -> Fully Supervised gap that SemiFL closes, in percent (100 = all of it): the one
-    unit every table, claim and figure of the package gives it in."""
+    """The share of the Partially -> Fully Supervised gap SemiFL closes, in percent: the package's one unit for it."""
     return 100 * (semifl - partial) / (full - partial)
 
 
 def left_out(methods, table: str, why: str) -> None:
-    """One line under a table that shows the paper's methods only: which of the notebook's `methods` it leaves out,
-    and why (nothing when there are none)."""
+    """One line under a table of the paper's methods only: the notebook's `methods` it leaves out, and why (if any)."""
     if methods:
         from ..methods import METHODS
         print(f"{table} leaves out {', '.join(METHODS[m].label for m in methods)}: {why}")
 
 
 def gap_table(df, ds, n) -> pd.DataFrame:
-    """Per partition: SemiFL, Partially and Fully Supervised (final round and best round), and the fraction of the
-    Partially -> Fully Supervised gap that SemiFL closes, computed seed by seed (the same seed's baselines)."""
+    """Per partition: SemiFL, Partially and Fully Supervised (final, best round), the gap SemiFL closes seed by seed."""
     semifl = label_of(SEMIFL)
     methods = (semifl, label_of(PARTIALLY_SUPERVISED), label_of(FULLY_SUPERVISED))
     rows = []
@@ -175,7 +165,6 @@ def paper_gap_points() -> pd.DataFrame:
 
 
 def _ablation_columns(row: dict, paper_by_partition: dict, paper_label: str, df, ds, n, method) -> dict:
-    """Adds, per ablation partition, the paper's value and ours ("mean (std) n=k") side by side to row."""
     for part in ABLATION_PARTITIONS:
         pn = paper.PARTITION_NAMES[part]
         row[f"{pn}: {paper_label}"] = paper_cell(paper_by_partition[part])
