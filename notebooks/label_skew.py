@@ -42,7 +42,7 @@ rounds = None              # None -> the profile's number of rounds
 import matplotlib.pyplot as plt
 import pandas as pd
 from semifl_core import report
-from semifl_core.report import configs, label_skew as skew
+from semifl_core.report import configs
 
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
                                          results_dir, figures_dir)
@@ -60,6 +60,62 @@ fedrs = runs(configs.label_skew_fedrs_configs)
 # FedRS's instrumented runs join the mechanism table
 mech = pd.concat([mech, fedrs[fedrs.label.str.endswith('(instrumented)')]], ignore_index=True)
 
+# %% tags=["definitions"]
+# The study's names, and the measures of its instrumented runs: each run summarised by each measure's mean over
+# its rounds (fixed before the runs: every evaluated round counts alike).
+import numpy as np
+import pandas as pd
+from semifl_core.methods import PARTIALLY_SUPERVISED, SEMIFL
+from semifl_core.methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
+from semifl_core.report.paper import IID, NON_IID_K2
+from semifl_core.report.runs import curves
+from semifl_core.report.tables import mean_std, seed_values, seeded
+
+# measure -> (display name, scale), shares in percent. A client's own classes are "its classes" (the measures'
+# "held"), the rest "the other classes" ("unheld"): held / not held are the claims' verdicts, nothing else.
+OWN, OTHER = "its classes", "the other classes"
+MEASURES = {
+    "skew_held": ("its classes, how many", 1),
+    "skew_tau_held": (f"threshold tau_c, {OWN}, %", 100),
+    "skew_tau_unheld": (f"threshold tau_c, {OTHER}, %", 100),
+    "skew_pred_unheld": (f"labels in {OTHER}, % (all wrong)", 100),
+    "skew_pass_held": (f"pass rate, {OWN}, %", 100),
+    "skew_pass_unheld": (f"pass rate, {OTHER}, %", 100),
+    "skew_fix_unheld": (f"fix set in {OTHER}, %", 100),
+    "skew_fix_acc_held": (f"fix-set accuracy, {OWN}, %", 1),
+    "threshold_acc": ("fix-set accuracy, all, %", 1),
+    "skew_dacc_held": (f"client update: test accuracy change, {OWN} (points)", 1),
+    "skew_dacc_unheld": (f"client update: test accuracy change, {OTHER} (points)", 1),
+}
+SEMIFL_CA, SEMIFL_FIXED, FL2_ROW = f"SemiFL, {CLIENT_ADAPTIVE}", f"SemiFL, {FIXED}", "(FL)²"
+PARTITION_NAMES = {IID: "IID", NON_IID_K2: "Non-IID, K=2"}
+REMEDY_PARTITION_NAMES = {NON_IID_K2: "Non-IID, K=2", "dir-0.1": "Dir(0.1)", IID: "IID"}
+
+
+def with_rows(df: pd.DataFrame) -> pd.DataFrame:
+    """df with 'row' (the label's first part: the rule or method)."""
+    return df.assign(row=df.label.str.split(" | ", regex=False).str[0]) if len(df) else df.assign(row=[])
+
+
+def run_means(df: pd.DataFrame) -> pd.DataFrame:
+    """One row per instrumented run (row, seed) with each measure's mean over the run's rounds."""
+    # the labeled-set draw: what pairs two rows
+    keys = ["row", "seed", *(["draw"] if "draw" in df.columns else [])]
+    cur = curves(with_rows(df), keep=keys)
+    cols = [c for c in MEASURES if c in cur.columns]
+    return cur.groupby(keys, as_index=False)[cols].mean() if len(cur) else pd.DataFrame(columns=["row", "seed"])
+
+
+def finals(df, label) -> np.ndarray:
+    return seed_values(df, label=label) if len(df) else np.array([])
+
+
+def measure_values(means, row, col, scale=1.0) -> np.ndarray:
+    """One row's measure per seed (times `scale`; -1 for a drop): a tables.seeded array (paired by seed and
+    draw), or []."""
+    m = means[means.row == row]
+    return seeded(m.assign(**{col: m[col] * scale}), col) if col in m and len(m) else np.array([])
+
 # %% [markdown]
 # ## The outcome: the fix against Partially Supervised and the client-adaptive rule
 #
@@ -68,12 +124,12 @@ mech = pd.concat([mech, fedrs[fedrs.label.str.endswith('(instrumented)')]], igno
 # Test accuracy per round (mean over seeds, band one std), IID and Non-IID K=2; Partially Supervised trains on the server's labels alone, so its curve is the same in both panels.
 
 # %%
-acc = report.curves(skew.with_rows(fix), keep=('row', 'seed', 'partition'))
+acc = report.curves(with_rows(fix), keep=('row', 'seed', 'partition'))
 psl = configs.label_of('partially-supervised')
 keep = acc[acc.row != configs.label_of('fully-supervised')] if len(acc) else acc
 panels = [keep[(keep.row != psl) & (keep.partition == part)].assign(panel=name)
-          for part, name in skew.PARTITION_NAMES.items()]
-panels += [keep[keep.row == psl].assign(panel=name) for name in skew.PARTITION_NAMES.values()]
+          for part, name in PARTITION_NAMES.items()]
+panels += [keep[keep.row == psl].assign(panel=name) for name in PARTITION_NAMES.values()]
 outcome = pd.concat(panels, ignore_index=True) if len(keep) else keep.assign(panel=[])
 fig = report.lineplot_grid(
     outcome, 'test_acc', hue='row', col='panel', ylabel='test accuracy (%)', height=3.4,
@@ -82,19 +138,11 @@ fig = report.lineplot_grid(
 report.save_figure(fig, figures_dir, f'label_skew_outcome_{ds}')
 
 # %% tags=["definitions"]
-# This study's own tables and claims (the measures and part 3's gate are report.label_skew's).
-import pandas as pd
-from semifl_core.methods import PARTIALLY_SUPERVISED, SEMIFL
-from semifl_core.methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
+# This study's own tables and claims.
 from semifl_core.report.claims import INTERVAL, Takeaway, claims as make_claims
 from semifl_core.report.configs import FEDRS, NTD, PART3_IID_CHECK, PART3_REMEDIES, REMEDY_GATE, VLS, label_of
-from semifl_core.report.label_skew import (FINAL, FL2_ROW, MEASURES, OTHER, OWN, PARTITION_NAMES,
-                                           REMEDY_PARTITION_NAMES, SEMIFL_CA, SEMIFL_FIXED, finals,
-                                           measure_values, run_means, with_rows)
 from semifl_core.report.rule import (ONE_SEED_LESS, Verdict, above, at_least, at_seeds, flip, holm,
                                      loss_ruled_out)
-from semifl_core.report.runs import curves
-from semifl_core.report.tables import mean_std, seed_values
 
 
 def _judged_table(df: pd.DataFrame, fix: tuple[str, str], rival: tuple[str, str],
@@ -311,10 +359,111 @@ for r, table in remedies.items():
 #
 # In the table: one update's change of the test accuracy (points) on *its classes* and on *the other classes* (n=3 means of each run's mean over its rounds); the remedy's K=2 `small` *final* beside the *fixed rule*'s (Table 1's cell), and whether it is held *above it* by the separation rule (the package's rule when this gate was fixed and ran: a gate keeps the rule it was written with).
 
+# %% tags=["definitions"]
+# Part 3's gate, its `long` cells and the rule that sends a remedy to IID.
+from semifl_core.report import configs
+from semifl_core.report.configs import (NO_GLOBAL_MOMENTUM, PART3_GATE, PART3_LONG_PARTITIONS,
+                                        PART3_LONG_REGARDLESS, PART3_NAMES, SKEW_PARTITION)
+from semifl_core.report.rule import one_seed_less, separation
+from semifl_core.report.runs import stored_runs
+
+FINAL = "remedy's final"
+
+
+def part3_gate_table(gates: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
+    """Part 3's gate (configs.PART3_GATE, fixed before its runs) per remedy (gates: its instrumented K=2 `small`
+    runs; judges: configs.label_skew_judges at `small`): one update's change on a client's own and other classes
+    (mean (std) n of the run means), the K=2 `small` final beside the fixed rule's (Table 1's cell), and the
+    gate: passed by the mechanism (PART3_GATE) or by the final (held above the fixed rule's: separation), else
+    failed; 'not run' if n<3."""
+    means, fixed = run_means(gates), finals(judges, f"{label_of(SEMIFL)} | {SKEW_PARTITION}")
+    rows = []
+    for r in PART3_REMEDIES:
+        own, other = measure_values(means, r, "skew_dacc_held"), measure_values(means, r, "skew_dacc_unheld")
+        final = finals(gates, f"{r} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)")
+        # the package's rule when the gate was fixed: a gate keeps it (docs/verdicts.md)
+        vs = separation(final, fixed)
+        gate = "not run" if len(own) < 3 else (
+            "passed (mechanism)" if other.mean() > PART3_GATE["skew_dacc_unheld"]
+            and own.mean() >= PART3_GATE["skew_dacc_held"] else "passed (final)" if vs == "held" else "failed")
+        rows.append({"remedy": r, OWN: mean_std(own), OTHER: mean_std(other), "final": mean_std(final),
+                     "fixed rule": mean_std(fixed), "above it": vs, "gate": gate})
+    return pd.DataFrame(rows).set_index("remedy")
+
+
+def part3_long_plan(gate: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
+    """The `long` cells part 3 trains, as (remedy, partitions): the fewer-steps remedies at K=2 regardless, and
+    each remedy whose gate passed at K=2 and Dir(0.1); the notebook asks for it so its campaign queues exactly
+    these."""
+    passed = {r for r in PART3_REMEDIES if str(gate.loc[r, "gate"]).startswith("passed")}
+    plan = [(r, PART3_LONG_PARTITIONS if r in passed else (SKEW_PARTITION,)) for r in PART3_LONG_REGARDLESS]
+    return plan + [(r, PART3_LONG_PARTITIONS) for r in PART3_REMEDIES
+                   if r in passed and r not in PART3_LONG_REGARDLESS]
+
+
+def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
+    """part3_gate_table on the committed runs at seeds 0-2, whatever seeds a render uses: the notebook plans its
+    `long` runs from it. stored_runs is quiet, where run_all's lines would count the gate's runs twice in the
+    README."""
+    gates = pd.concat([stored_runs(configs.label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
+                       for r in PART3_REMEDIES], ignore_index=True)
+    return part3_gate_table(gates, stored_runs(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir))
+
+
+def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, seeds=(0, 1, 2)) -> pd.DataFrame:
+    """Part 3's `long` cells (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at
+    `long`): per remedy and partition with runs, its final accuracy beside Partially Supervised's and the fixed
+    rule's, and its verdicts against both (paired by seed; each column one Holm family). A cell is the mean at
+    `seeds` (every claim's: 0-2); a verdict's `evidence`: both arms there, and which seed left out turns a
+    decided one (rule.one_seed_less)."""
+    psl = finals(judges, label_of(PARTIALLY_SUPERVISED))
+    rows, shown, vs_psl, vs_fixed = [], [], [], []
+    for r in PART3_REMEDIES:
+        for part, name in PART3_NAMES.items():
+            own = finals(long, f"{r} | {label_of(SEMIFL)} | {part}")
+            if not len(own):
+                continue
+            fixed = finals(judges, f"{label_of(SEMIFL)} | {part}")
+            pairs = {base: at_seeds(own, other, seeds) for base, other in (("psl", psl), ("fixed", fixed))}
+            claim = f"SemiFL + {r} above {{}} under {name} at 300 rounds"
+            vs_psl.append(above(*pairs["psl"], claim.format("Partially Supervised")))
+            vs_fixed.append(above(*pairs["fixed"], claim.format("SemiFL's fixed rule")))
+            both = {**pairs["psl"][0], **pairs["fixed"][0]}   # the remedy at the seeds either claim reads
+            rows.append({"remedy": r, "partition": name, FINAL: mean_std([both[s] for s in sorted(both)]),
+                         "Partially Supervised": mean_std(pairs["psl"][1].values()),
+                         "SemiFL, fixed rule": mean_std(pairs["fixed"][1].values())})
+            shown.append(pairs)
+    for row, pairs, a, b in zip(rows, shown, holm(vs_psl), holm(vs_fixed)):
+        # each arm at the seeds its claim was judged on
+        for v, (x, y) in ((a, pairs["psl"]), (b, pairs["fixed"])):
+            turns = one_seed_less(x, y, v)
+            v.evidence = f"{mean_std(x.values())} vs {mean_std(y.values())}" + (
+                f"; {ONE_SEED_LESS}: {turns}" if turns else "")
+        row.update({"vs Partially Supervised": a, "vs SemiFL": b})
+    columns = ["remedy", "partition", FINAL, "Partially Supervised", "SemiFL, fixed rule",
+               "vs Partially Supervised", "vs SemiFL"]
+    return pd.DataFrame(rows, columns=columns).set_index(["remedy", "partition"])
+
+
+# sent to IID on 2026-11-29 (held above Partially Supervised at n=8 then)
+PART3_IID_SENT = (NO_GLOBAL_MOMENTUM,)
+
+
+def part3_iid_plan(long_table: pd.DataFrame) -> list[str]:
+    """The remedies part 3's rule, fixed before its runs, sends to IID at `long`: those held above Partially
+    Supervised under K=2 there (a remedy must not lose what SemiFL gains under IID). The rule read the seed
+    plan's eight seeds, no confirmation (docs/verdicts.md): the one it sent (PART3_IID_SENT) keeps its IID check;
+    any held at 0-2 joins it."""
+    k2 = PART3_NAMES[SKEW_PARTITION]
+    held = [r for (r, part), row in long_table.iterrows()
+            if part == k2 and str(row["vs Partially Supervised"]) == "held"]
+    return [r for r in PART3_REMEDIES if r in PART3_IID_SENT or r in held]
+
+
 # %%
 gates3 = pd.concat([runs(configs.label_skew_gate_configs, r) for r in configs.PART3_REMEDIES],
                    ignore_index=True)
-skew.part3_gate_table(gates3, runs(configs.label_skew_judges))
+part3_gate_table(gates3, runs(configs.label_skew_judges))
 
 # %% [markdown]
 # At `long`, each remedy's final-round accuracy beside Partially Supervised's and SemiFL's fixed rule's at the same partition (the `long` Table 1 runs), with its verdicts by the package's rule: each verdict column is one family (Holm-corrected), each claim paired by seed at seeds 0-2, its exploration (the seeds the seed plan added later cannot decide a claim; the confirmation on fresh seeds below does); the cells asked for are those the gate above, judged on seeds 0-2 whatever seeds this render uses, sends to `long` (the fewer-steps remedies at Non-IID K=2 whatever their gate, every remedy that passed at Non-IID K=2 and Dir(0.1)); a cell whose runs are not in yet has no row.
@@ -327,11 +476,11 @@ def long_runs(build, *args):
     return report.run_all(build(long_profile, ds, n, *args), seed_list, results_dir, device)
 
 
-plan = skew.part3_long_plan(skew.committed_part3_gate(profile, ds, n, results_dir))   # the gate on seeds 0-2
+plan = part3_long_plan(committed_part3_gate(profile, ds, n, results_dir))   # the gate on seeds 0-2
 part3_long = pd.concat([long_runs(configs.label_skew_long_configs, r, parts) for r, parts in plan],
                        ignore_index=True)
 judges_long = long_runs(configs.label_skew_judges, configs.PART3_LONG_PARTITIONS)
-part3 = skew.part3_long_table(part3_long, judges_long, seed_list)
+part3 = part3_long_table(part3_long, judges_long, seed_list)
 part3
 
 # %% [markdown]
@@ -359,7 +508,7 @@ def part3_iid_table(iid: pd.DataFrame, judges: pd.DataFrame, remedies) -> pd.Dat
 
 
 # %%
-iid_remedies = skew.part3_iid_plan(part3)   # held above Partially Supervised under Non-IID K=2 at `long`
+iid_remedies = part3_iid_plan(part3)   # held above Partially Supervised under Non-IID K=2 at `long`
 iid_judges = configs.label_skew_judges(long_profile, ds, n, ("iid",))
 fixed_iid = {k: v for k, v in iid_judges.items() if k.endswith("iid")}   # SemiFL's fixed rule, IID
 iid_runs = [long_runs(configs.label_skew_long_configs, r, ("iid",)) for r in iid_remedies]

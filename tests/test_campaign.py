@@ -5,7 +5,9 @@ import pytest
 
 from semifl_core import campaign
 from semifl_core.config import ConfigError
-from semifl_core.report import configs as C, label_skew
+from semifl_core.report import configs as C
+
+from notebook_code import load
 
 
 def test_a_notebooks_queue_is_the_runs_it_asks_for_that_the_store_lacks(tmp_path):
@@ -42,6 +44,6 @@ def test_part3_long_plan_is_what_the_gate_sends_on():
     one nowhere (the notebook asks for this plan, so its campaign queues it)."""
     gate = pd.DataFrame({"gate": {C.ONE_EPOCH: "failed", C.NO_GLOBAL_MOMENTUM: "passed (final)",
                                   C.FEDVLS: "passed (mechanism)", C.FROZEN_HEAD: "not run"}})
-    assert dict(label_skew.part3_long_plan(gate)) == {
+    assert dict(load("label_skew")["part3_long_plan"](gate)) == {
         C.ONE_EPOCH: (C.SKEW_PARTITION,), C.NO_GLOBAL_MOMENTUM: ("non-iid-l-2", "dir-0.1"),
         C.FEDVLS: ("non-iid-l-2", "dir-0.1")}

@@ -1,6 +1,6 @@
-"""The label-skew study (its notebook's own code, and semifl_core/report/label_skew.py's measures): its tables are the seeds' run means of the
-committed per-round measures, its verdicts follow the package's rule, and its written takeaway cannot disagree with
-its claims."""
+"""The label-skew study (its notebook's own code: its measures, tables, part 3's plan and claims): its tables are the
+seeds' run means of the committed per-round measures, its verdicts follow the package's rule, and its written takeaway
+cannot disagree with its claims."""
 import re
 from types import SimpleNamespace
 
@@ -9,7 +9,6 @@ import pandas as pd
 import pytest
 
 from semifl_core import report
-from semifl_core.report import label_skew
 from semifl_core.report.claims import claims as make_claims
 from semifl_core.report import configs
 from semifl_core.report.configs import FEDVLS, ONE_EPOCH
@@ -18,7 +17,7 @@ from semifl_core.report.rule import above
 
 from notebook_code import load
 
-skew = SimpleNamespace(**{**vars(label_skew), **load("label_skew")})   # the package's part and the notebook's
+skew = SimpleNamespace(**load("label_skew"))   # the notebook's own code
 
 
 def _runs(tmp_path, rows: dict) -> pd.DataFrame:

@@ -201,11 +201,10 @@ def test_paper_numbers_are_keyed_by_method_name():
 
 
 def test_report_modules_import_in_one_direction():
-    """runs -> configs -> tables / figures -> claims / confirmation -> readme and a study's own module (label_skew) (paper
-    and rule below all, and notebook_files, which imports none of them): no module imports one above it."""
+    """runs -> configs -> tables / figures -> claims / confirmation -> readme (paper and rule below all, and
+    notebook_files, which imports none of them): no module imports one above it."""
     layer = {"paper": 0, "rule": 0, "notebook_files": 0, "runs": 1, "configs": 2, "tables": 3,
-             "figures": 4, "claims": 4, "confirmation": 4, "readme": 5,
-             "label_skew": 5}
+             "figures": 4, "claims": 4, "confirmation": 4, "readme": 5}
     folder = Path(report.__file__).parent
     assert sorted(p.stem for p in folder.glob("*.py")) == sorted(["__init__", *layer])
     for name, level in layer.items():
@@ -349,7 +348,10 @@ def test_learning_curves_pair_a_runs_last_round_with_its_first():
 def test_the_label_skew_mechanism_pairs_two_rows_at_one_seed_and_draw():
     """A remedy's drop against the fixed rule's: the same seeds and labeled set, so paired (a steady 1-point smaller
     drop is held); without a known draw the rule falls back to Welch (within noise here)."""
-    from semifl_core.report import label_skew as skew
+    from types import SimpleNamespace
+
+    from notebook_code import load
+    skew = SimpleNamespace(**load("label_skew"))
     means = pd.DataFrame([dict(row=row, seed=s, draw="d", skew_dacc_unheld=-(SHARED[s] - 50) + d)
                           for row, shift in ((skew.SEMIFL_FIXED, 0.0), ("remedy", 1.0)) for s in range(3)
                           for d in [shift * LEAD[s]]])

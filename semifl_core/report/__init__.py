@@ -1,7 +1,7 @@
 """What the notebooks share, by job: runs (configs per profile, running and reading them), configs (each paper item's
 runs), paper (the paper's numbers), tables, figures, rule (verdicts), claims; runs -> configs -> tables / figures ->
 claims. readme (README.md's headline table) reads them all; confirmation judges the README's claims (exploration at
-seeds 0-2, confirmation on fresh seeds); label_skew is the label-skew study's (imported as `report.label_skew`).
+seeds 0-2, confirmation on fresh seeds).
 Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import Takeaway, takeaway
