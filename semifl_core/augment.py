@@ -1,15 +1,15 @@
 """Batched augmentation on the device: every image draws its own ops and parameters, no per-image loop.
 
-Images stay uint8 (N, C, H, W) in and out, so a round's augmented views are compact; `normalize` turns
-them into the model's float input. The ops follow PIL's definitions (as used by the authors' code):
+Images stay uint8 (N, C, H, W) in and out, so a round's augmented views are compact; `normalize` turns them into the
+model's float input. The ops follow PIL's definitions (as used by the authors' code):
 
 weak    random horizontal flip (not for digits) + random crop with reflect padding (4 px at 32x32, H/8).
 strong  the authors' RandAugment(n=2, m=10) after the weak ops: 2 ops drawn with replacement from 15, each
         applied iff rand() + U(0.2, 0.8) >= 1, at the maximum magnitude (random sign where shown).
         `fixmatch`: FixMatch's RandAugmentMC: 14 ops with Identity, magnitude v ~ {1..9}/10, p = 0.5,
         then a 16 px gray Cutout (scaled with the image).
-Geometric ops resample NEAREST and fill with black (0), as PIL's defaults do; sizes in pixels scale with the
-image (H / 32).
+Geometric ops resample NEAREST and fill with black (0), as PIL's defaults do; sizes in pixels scale with the image
+(H / 32).
 """
 from __future__ import annotations
 
@@ -149,12 +149,11 @@ def _cutout(size_at_32, gray=127.0, scaled=True):
 
 
 def _warp(x, matrix, mode):
-    """Output pixel centre p (pixels) samples the input at matrix @ [p, 1]; outside is black (0).
-
-    "nearest" is PIL's Image.transform(AFFINE, NEAREST) bit for bit: PIL rounds the matrix to 16.16 fixed point
-    (offsets taken at the pixel centre) and reads input pixel floor(src) - float32 coordinates or grid_sample's
-    round-half-even would pick a neighbouring pixel now and then. "bilinear" uses grid_sample with PIL's edges
-    (black where the source is outside, edge pixels as neighbours at the border): PIL's BILINEAR to one gray level."""
+    """Output pixel centre p (pixels) samples the input at matrix @ [p, 1]; outside is black (0). "nearest" is PIL's
+    Image.transform(AFFINE, NEAREST) bit for bit: PIL rounds the matrix to 16.16 fixed point (offsets at the pixel
+    centre) and reads input pixel floor(src) (float32 coordinates or grid_sample's round-half-even would now and then
+    pick a neighbour). "bilinear": grid_sample with PIL's edges (black where the source is outside, edge pixels as
+    neighbours at the border), PIL's BILINEAR to one gray level."""
     n, c, h, w = x.shape
     if mode == "nearest":
         m = matrix.to(torch.float64)

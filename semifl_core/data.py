@@ -1,8 +1,7 @@
 """Datasets as uint8 image tensors (N, C, H, W) on the training device, loaded once.
 
-Files are read in their published on-disk formats (CIFAR python pickles, SVHN .mat, idx .gz); torchvision
-downloads them when they are missing and the machine is online. Fashion-MNIST is also read from the Debian
-package `dataset-fashion-mnist` (/usr/share/datasets/fashion-mnist/).
+Files are read in their published formats (CIFAR python pickles, SVHN .mat, idx .gz); torchvision downloads missing
+ones when online; Fashion-MNIST also from Debian's `dataset-fashion-mnist` package (/usr/share/datasets/fashion-mnist/).
 """
 from __future__ import annotations
 
@@ -107,8 +106,8 @@ _CORRUPT = (OSError, EOFError, ValueError, KeyError, IndexError, TypeError, Attr
 
 
 def _read(reader, name: str, root: Path):
-    """The reader's (x_train, y_train, x_test, y_test). FileNotFoundError passes through (missing files);
-    a file that is there but unreadable, or images and labels of different counts, is a DataError."""
+    """The reader's (x_train, y_train, x_test, y_test). FileNotFoundError passes through (missing files); a file that is
+    there but unreadable, or images and labels of different counts, is a DataError."""
     def corrupt(why):
         return DataError(f"{name}: dataset files under {root} are corrupt ({why}); delete them and load again")
 
@@ -241,8 +240,8 @@ def _mnist(name: str, root: Path):
 
 # ---------------------------------------------------------------------- synthetic
 def synthetic(n_train: int = 2000, n_test: int = 500, num_classes: int = 10, size: int = 16) -> Dataset:
-    """Tiny 3x16x16 images with learnable class structure: a smooth per-class pattern, random contrast and
-    brightness, and pixel noise. Always the same images (fixed generator)."""
+    """Tiny 3x16x16 images with learnable class structure (a smooth per-class pattern, random contrast and brightness,
+    pixel noise), always the same (fixed generator)."""
     g = torch.Generator().manual_seed(12345)
     protos = torch.rand(num_classes, 3, 4, 4, generator=g)
     protos = torch.nn.functional.interpolate(protos, size=(size, size), mode="bilinear", align_corners=False)

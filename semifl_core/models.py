@@ -1,8 +1,7 @@
 """WideResNet-28-k (the paper's backbones) and a small CNN for 28x28 images on a CPU.
 
-Normalisation is a switch: `sbn` (static BN, the paper's: batch statistics while training, statistics
-computed once from data for inference, see sbn.py), `gn` (GroupNorm) or `bn` (plain BN with running
-statistics).
+Normalisation is a switch: `sbn` (static BN, the paper's: batch statistics while training, statistics computed once
+from data for inference, see sbn.py), `gn` (GroupNorm) or `bn` (plain BN with running statistics).
 """
 from __future__ import annotations
 
@@ -22,9 +21,8 @@ _PARTS = 1      # while batch_parts is active: a training batch is that many bat
 
 @contextmanager
 def valid_samples(mask: torch.Tensor | None):
-    """Within it, static BN in training mode takes its batch statistics over the samples where mask (B,) is True
-    only, so a batch padded to a fixed size normalises its real samples as they alone would be (None: all samples).
-    Inside batch_parts, the mask is each part's."""
+    """Within it, static BN in training mode takes batch statistics over the samples where mask (B,) is True (None:
+    all): a padded batch normalises its real samples as they alone would be (per part, inside batch_parts)."""
     global _VALID
     saved, _VALID = _VALID, mask
     try:
@@ -35,9 +33,8 @@ def valid_samples(mask: torch.Tensor | None):
 
 @contextmanager
 def batch_parts(parts: int):
-    """Within it, static BN in training mode reads a batch as `parts` batches of one size one after the other and
-    normalises each by its own statistics: one forward of them computes what one forward per part computes (SemiFL's
-    fix and mix batches, engine.Net.parts)."""
+    """Within it, static BN in training mode normalises a batch as `parts` equal consecutive batches, each by its own
+    statistics: one forward computes what one per part would (SemiFL's fix and mix batches, engine.Net.parts)."""
     global _PARTS
     saved, _PARTS = _PARTS, parts
     try:
@@ -47,9 +44,9 @@ def batch_parts(parts: int):
 
 
 def part_batch_norm(x, parts: int, valid, weight, bias, eps: float):
-    """F.batch_norm in training mode on each of `parts` equal consecutive blocks of the batch x (parts * B, C, H, W),
-    each block with its own mean and biased variance over its samples where valid (B,) is True (None: all of them);
-    every sample is normalised with its block's (a padded sample's output is some value its loss then ignores)."""
+    """F.batch_norm in training mode on each of `parts` equal consecutive blocks of x (parts * B, C, H, W), with the
+    block's mean and biased variance over its samples where valid (B,) is True (None: all); a padded sample's output is
+    ignored by its loss."""
     if valid is None:   # native batch norm per block
         return torch.cat([F.batch_norm(p, None, None, weight, bias, True, 0.0, eps) for p in x.chunk(parts)])
     g = x.unflatten(0, (parts, -1))                                             # (P, B, C, H, W)
@@ -61,15 +58,13 @@ def part_batch_norm(x, parts: int, valid, weight, bias, eps: float):
 
 
 def masked_batch_norm(x, valid, weight, bias, eps: float):
-    """F.batch_norm in training mode with the mean and biased variance over the samples where valid (B,) is True;
-    every sample is normalised with them (a padded sample's output is some value its loss then ignores)."""
+    """part_batch_norm with one block."""
     return part_batch_norm(x, 1, valid, weight, bias, eps)
 
 
 class StaticBatchNorm2d(nn.Module):
-    """Batch norm that never tracks running statistics: training mode always uses the batch's statistics (of its
-    real samples only, inside valid_samples); eval mode uses the `mean`/`var` buffers that sbn.compute_statistics
-    filled in."""
+    """Batch norm that never tracks running statistics: training mode uses the batch's (its real samples', inside
+    valid_samples); eval mode the `mean`/`var` buffers that sbn.compute_statistics filled in."""
 
     def __init__(self, channels: int, eps: float = 1e-5):
         super().__init__()
@@ -224,9 +219,9 @@ def make_model(cfg, in_channels: int) -> nn.Module:
 
 @torch.no_grad()
 def folded(model: nn.Module) -> nn.Module:
-    """An inference copy of model (eval mode) with every static-BN layer that directly follows a conv folded into
-    that conv: W' = W g / sqrt(var + eps), b' = beta - g mean / sqrt(var + eps). Equal to model in eval mode up to
-    float rounding, one pass fewer over every activation. Pre-activation blocks (WideResNet) are left as they are."""
+    """An inference copy of model (eval mode) with every static-BN layer that directly follows a conv folded into that
+    conv: W' = W g / sqrt(var + eps), b' = beta - g mean / sqrt(var + eps). Equal to model in eval mode up to float
+    rounding, one pass fewer over every activation; pre-activation blocks (WideResNet) are left as they are."""
     out = copy.deepcopy(model).eval()
     for seq in [m for m in out.modules() if isinstance(m, nn.Sequential)]:
         for i in range(len(seq) - 1):

@@ -2,8 +2,8 @@
 
 A loss is `loss_fn(f, b) -> (loss, counts)`: f the network being trained (a `Net`), b one step's batch. A loss reduces
 over the last, sample dimension (`batch_mean`, `batch_ce`, `sample_ce`), so that a tensor may carry leading model
-dimensions; `graph_safe` marks one that a CUDA graph can take, `frozen` one that
-leaves some parameters untrained. docs/adding_a_method.md walks through writing one.
+dimensions; `graph_safe` marks one that a CUDA graph can take, `frozen` one that leaves some parameters untrained.
+docs/adding_a_method.md walks through writing one.
 """
 from __future__ import annotations
 
@@ -15,10 +15,9 @@ from .models import batch_parts
 
 
 def graph_safe(loss_fn):
-    """Marks a loss function as free of host synchronisation and data-dependent Python control flow, so that a step
-    on it can be captured as a CUDA graph (Speed.cuda_graphs), and as honouring b["valid"] where a step has it (a
-    batch padded to full size, Speed.masked_steps: its batch means over the real samples only, `batch_mean`, and its
-    counts of those only). Unmarked losses always run eagerly on un-padded batches."""
+    """Marks a loss free of host syncs and data-dependent Python control flow, so that a step on it can be captured as a
+    CUDA graph (Speed.cuda_graphs), and as honouring b["valid"] (a batch padded to full size, Speed.masked_steps: means
+    and counts over its real samples only, `batch_mean`). Unmarked losses run eagerly on un-padded batches."""
     loss_fn.graph_safe = True
     return loss_fn
 
@@ -41,9 +40,9 @@ def frozen_names(loss_fn, names) -> set:
 
 
 def loss_key(loss_fn):
-    """What identifies a loss for reusing a captured step between train calls: its code, the values its closure
-    holds and its marks (graph_safe, frozen), so that a loss built anew every round from the same code and values
-    (a closure, a `frozen` wrapper) reuses the step; the function object itself where these are not hashable."""
+    """What identifies a loss for reusing a captured step between train calls: its code, its closure's values and its
+    marks (graph_safe, frozen), so that a loss built anew every round from the same code and values reuses the step; the
+    function itself where these are not hashable."""
     code = getattr(loss_fn, "__code__", None)
     if code is None:
         return loss_fn
@@ -66,8 +65,7 @@ class Weights(dict):
 
 
 class ClientValues(dict):
-    """A client's state by name (Net.state: what a SemiFL variant keeps per client, methods/client_state.py): a name
-    the method does not keep is one line naming it."""
+    """A client's state by name (Net.state, methods/client_state.py): a name not kept is one line naming it."""
 
     def __missing__(self, name):
         raise ConfigError(f"a loss asked for the client state {name!r}, which this method does not keep; it keeps "
@@ -76,8 +74,7 @@ class ClientValues(dict):
 
 def sq_distance(a: dict, b: dict) -> torch.Tensor:
     """||a - b||^2 over every tensor of b, per model: a scalar, or one per leading model index where a's tensors have
-    one that b's do not (stacked models' weights against one start). E.g. FedProx's (mu / 2) sq_distance(f.params,
-    f.start)."""
+    one that b's lack (stacked weights against one start); e.g. FedProx's (mu / 2) sq_distance(f.params, f.start)."""
     return sum((a[k] - v).pow(2).flatten(a[k].dim() - v.dim()).sum(-1) for k, v in b.items())
 
 
@@ -96,8 +93,7 @@ class Net:
                    f.parts(*xs, weights=w) the same at weights w
     f.params       the weights being trained, name -> tensor (differentiable: a loss may read them, e.g. a proximal
                    term (mu/2) ||w - w_start||^2)
-    f.start        the weights the train call started from (the global model the clients received), name -> tensor,
-                   constant
+    f.start        the weights the train call started from (the global model the clients received), constant
     f.at(w, x)     the logits of the same network at weights w (name -> tensor, all of them), training mode: e.g.
                    f.at(f.start, x), the received model with the same batch statistics as the student
     f.state        the state a SemiFL variant keeps for this client (name -> tensor, constant during the client's
@@ -127,8 +123,7 @@ class Net:
 
 
 def batch_mean(v: torch.Tensor, b: dict) -> torch.Tensor:
-    """The mean of per-sample values v (..., B) over the step's real samples: all of them, or those b["valid"] marks;
-    one mean per leading index (stacked models)."""
+    """The mean of v (..., B) over the step's real samples (all, or those b["valid"] marks), one per leading index."""
     if "valid" not in b:
         return v.mean(-1)
     m = b["valid"].to(v.dtype)

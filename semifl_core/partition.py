@@ -1,7 +1,5 @@
-"""Who holds which training sample: the labeled images (at the server, or at the clients) and the clients'
-unlabeled shares.
-
-All functions take a numpy Generator, so a split is a pure function of the seed.
+"""Who holds which training sample: the labeled images (at the server, or at the clients) and the clients' unlabeled
+shares. All functions take a numpy Generator, so a split is a pure function of the seed.
 """
 from __future__ import annotations
 
@@ -36,13 +34,10 @@ def iid(pool: np.ndarray, num_clients: int, rng: np.random.Generator) -> list[np
 
 def non_iid_label(pool: np.ndarray, labels: np.ndarray, num_clients: int, k: int, num_classes: int,
                   rng: np.random.Generator) -> list[np.ndarray]:
-    """Non-IID, K classes per client (the authors' shard scheme).
-
-    Each class's pool indices are cut into K*M/num_classes contiguous shards (leftover samples spread one
-    each over the first shards); a shuffled list of labels (range(C) repeated) reshaped to (M, K) gives each
-    client K shard labels, and for each it takes a random remaining shard of that class. A client can draw
-    the same class twice.
-    """
+    """Non-IID, K classes per client (the authors' shard scheme): each class's pool indices are cut into K*M/num_classes
+    contiguous shards (leftover samples spread one each over the first shards); a shuffled list of labels (range(C)
+    repeated) reshaped to (M, K) gives each client K shard labels, and for each it takes a random remaining shard of
+    that class. A client can draw the same class twice."""
     shards_per_class = k * num_clients // num_classes
     shards = {}
     for c in range(num_classes):

@@ -1,10 +1,9 @@
 """Static batch normalisation: inference statistics computed from scratch for the current global model.
 
-Every StaticBatchNorm2d layer gets, as its eval-mode statistics, the plain average over batches of 250
-un-augmented images (in order, no shuffle) of each batch's mean and unbiased variance, with the network
-run in training mode (each layer normalised by its batch's statistics) - the cumulative average that the
-authors' code gets from BatchNorm(momentum=None). Source `server`: the server's labeled images; `all`:
-those plus every client's images.
+Every StaticBatchNorm2d layer gets, as its eval-mode statistics, the plain average over batches of 250 un-augmented
+images (in order, no shuffle) of each batch's mean and unbiased variance, with the network run in training mode (each
+layer normalised by its batch's statistics): the cumulative average that the authors' code gets from
+BatchNorm(momentum=None). Source `server`: the server's labeled images; `all`: those plus every client's images.
 """
 from __future__ import annotations
 
@@ -18,9 +17,8 @@ from .models import StaticBatchNorm2d
 
 # sbn_one_pass: images per forward (groups of 250 each); bounds the activation memory (WRN-28-2 on 32x32: about 1 GB)
 ONE_PASS_IMAGES = 5000
-# wide_passes (engine.Speed): images per forward of the sBN statistics and of the evaluation, sized to fill a GPU with
-# 80 GB or more (WRN-28-2 on 32x32: about 5 GB of activations), so that Fashion-MNIST's 60,000 sBN images take 3
-# forwards and its 10,000 test images one
+# wide_passes (engine.Speed): images per forward of the sBN statistics and the evaluation, sized for a GPU of >= 80 GB
+# (WRN-28-2, 32x32: ~5 GB of activations): Fashion-MNIST's 60,000 sBN images in 3 forwards, 10,000 test images in 1
 WIDE_IMAGES = 25000
 
 
@@ -28,10 +26,9 @@ WIDE_IMAGES = 25000
 def compute_statistics(model: torch.nn.Module, images: torch.Tensor, mean, std, batch_size: int = 250,
                        one_pass: bool = False, wide: bool = False) -> None:
     """one_pass: the same statistic from forwards of ONE_PASS_IMAGES images, each layer normalising every group of
-    batch_size by its own statistics (StaticBatchNorm2d.grouped; equal up to float rounding), instead of one forward
-    per batch. wide (Speed.wide_passes): forwards of WIDE_IMAGES, channels_last, on a copy of the model whose
-    statistics are then copied into model's layers (model's own weights keep their memory: a captured step reads
-    them)."""
+    batch_size by its own statistics (StaticBatchNorm2d.grouped; equal up to float rounding). wide (Speed.wide_passes):
+    forwards of WIDE_IMAGES, channels_last, on a copy of the model whose statistics are then copied into model's layers
+    (model's own weights keep their memory: a captured step reads them)."""
     layers = [m for m in model.modules() if isinstance(m, StaticBatchNorm2d)]
     if not layers:
         return
@@ -46,8 +43,7 @@ def compute_statistics(model: torch.nn.Module, images: torch.Tensor, mean, std, 
 
 
 def _statistics(model, images, mean, std, batch_size: int, per_forward: int | None) -> None:
-    """compute_statistics on model itself: per_forward images a forward (groups of batch_size), or None: one forward
-    a batch."""
+    """compute_statistics on model itself: per_forward images a forward (groups of batch_size), or None: one a batch."""
     layers = [m for m in model.modules() if isinstance(m, StaticBatchNorm2d)]
     was_training = model.training
     model.train()

@@ -7,16 +7,9 @@ plug-in retrained on the labels plus those copies. Theorem 1 (7) bounds its exce
 C n_u^{-q(alpha+1)/{q(alpha+3+v+s)+d}}; the labeled-only plug-in's bound is the same exponent with v = s = 0, in n_l;
 and (8) says that, for n_l ~ n_u^zeta, the SSL bound decays faster iff zeta < (q(alpha+3)+d)/(q(alpha+3+v+s)+d).
 
-Here:
-- the exponents: `rate_exponent` (7), `critical_zeta` (8), `bandwidth` (the proof's h_n, after (30));
-- `Task`: a task on [0, 1] (d = 1) built so that the assumptions hold with the exponents one picks: the margin
-  exponent alpha (A4), the Hoelder exponent q (A5), the tail exponent s (A1) and the coverage exponent v (A3), with a
-  strong augmentation that is a Markov channel (A2);
-- `PlugIn` / `plug_in`: the classifier (4), exact in one dimension (sorted points, prefix sums, binary search);
-- `select` (Step 1) and `ssl_plug_in` (Steps 1-3);
-- `excess_risk`: (2) against the Bayes classifier (1), as the quadrature of E_l |2m(X) - 1| 1{C(X) != C*(X)} (9);
-- `run_cell` (one repetition of the experiment), `fit_exponent` and `bootstrap_exponents` (the rate of a risk curve),
-  `bootstrap_ratio` (one classifier's mean risk against another's, for (8)).
+Here: `rate_exponent` (7), `critical_zeta` (8), `bandwidth` (the proof's h_n, after (30)); `Task`, a task on [0, 1]
+meeting (A1)-(A5) with chosen exponents; `PlugIn` / `plug_in` (4); `select` (Step 1), `ssl_plug_in` (Steps 1-3);
+`excess_risk` (2), (9); `run_cell`, `fit_exponent`, `bootstrap_exponents`, `bootstrap_ratio`: the experiment.
 """
 from __future__ import annotations
 
@@ -54,11 +47,11 @@ class Task:
     """A binary task on [0, 1] (d = 1) satisfying (A1)-(A5) with chosen exponents alpha, q, s, v.
 
     Write y = x - 1/2: the Bayes boundary is x = 1/2.
-    Regression function: m(x) = 1/2 + sign(y) min(1, |2y/w|^q) / 2. It rises as the q-th power of the distance to
-    the boundary and is exactly 0 for x <= (1-w)/2 and 1 for x >= (1+w)/2.
+    Regression function: m(x) = 1/2 + sign(y) min(1, |2y/w|^q) / 2: the q-th power of the distance to the boundary,
+    exactly 0 for x <= (1-w)/2 and 1 for x >= (1+w)/2.
     Labeled (and test) distribution P_l: density b(y) (1 + rho sign(y) 1{|y| < eps}), b(y) = (beta + 1) |2y|^beta,
-    beta = alpha q - 1: symmetric about 1/2 except that, within eps of it, the right side has (1 + rho)/(1 - rho) times
-    the left side's density.
+    beta = alpha q - 1: symmetric about 1/2 except that within eps of it the right side has (1 + rho)/(1 - rho) times
+    the left's density.
 
     - Smoothness (A5): t -> min(1, t^q) is q-Hoelder with constant 1 and a^q + b^q <= 2^(1-q) (a + b)^q, so
       |m(x) - m(x')| <= w^-q |x - x'|^q (c7 = w^-q, reached across 1/2): m is q-Hoelder (q <= 1, as in the
@@ -69,8 +62,8 @@ class Task:
       density's power alpha q - 1.
     - rho > 0 makes the box kernel's local average at 1/2 off by ~ rho h^q (more mass right of the boundary, where
       m > 1/2): the bias the proof bounds by c7 h^q (13), which moves the plug-in's boundary by ~ h and costs
-      ~ h^{q(1+alpha)} of risk, i.e. the theorem's rate at its bandwidth. With rho = 0 the bias cancels by symmetry
-      and the plug-in beats the theorem's rate (variance only).
+      ~ h^{q(1+alpha)} of risk, the theorem's rate at its bandwidth. With rho = 0 the bias cancels by symmetry and the
+      plug-in beats the theorem's rate (variance only).
 
     Unlabeled distribution P_u (A1): a side (Bayes class) 1 with probability pi1 = P_l(Y = 1), else 0; a confidence
     u = min(m, 1 - m) with P(u <= delta) = (2 delta)^s; the point X_u of that side where m = u or 1 - u, i.e.
@@ -175,8 +168,7 @@ class Task:
         return np.minimum(mx, 1 - mx)
 
     def sample_unlabeled(self, n: int, rng: np.random.Generator):
-        """n IID unlabeled points X_u ~ P_u (class docstring): P_u(min{m, 1 - m} <= delta) = (2 delta)^s. Returned
-        sorted (the order of an IID sample carries nothing, and binary searches on sorted queries are fast)."""
+        """n IID unlabeled points X_u ~ P_u (class docstring), sorted (for fast binary searches)."""
         side = rng.random(n) < self.pi1
         u = 0.5 * rng.random(n) ** (1 / self.s) if self.s > 0 else np.zeros(n)
         r = 0.5 * self.w * (1 - 2 * u) ** (1 / self.q)     # |x - 1/2| where |m - 1/2| = 1/2 - u
@@ -192,16 +184,15 @@ class Task:
         return out[:n]
 
     def augment(self, x_u, rng: np.random.Generator, balanced: bool = True):
-        """Step 2's strong augmentation of the selected points x_u (A2, A3). A point of confidence
-        u = min{m(X_u), 1 - m(X_u)} is transmitted with probability (2u)^v: its copy X~ is a draw from
-        P_l( . | Y = the side (Bayes label) of X_u); an untransmitted point's copy is X_u itself.
+        """Step 2's strong augmentation of the selected points x_u (A2, A3): the class docstring's channel. Returns
+        (x_tilde, transmitted mask).
 
         balanced=True realizes the appendix's stipulation (E.3, used in (19)) that the augmented data's label has
-        conditional mean m(X~): the channel transmits the two sides in proportion pi1 : 1 - pi1, leaving a random few
-        of the over-represented side untransmitted, so the transmitted copies are distributed as P_l and
+        conditional mean m(X~): the channel transmits the two sides in proportion pi1 : 1 - pi1, leaving a random few of
+        the over-represented side untransmitted, so the transmitted copies are distributed as P_l and
         P(side 1 | X~ = x) = m(x) whatever Step 1 selected. balanced=False (naive) keeps every transmitted point: when
-        Step 1's selection is class-imbalanced (m0's errors at the two ends differ), P(side 1 | X~) is not m and
-        C_ssl is biased. Returns (x_tilde, transmitted mask)."""
+        Step 1's selection is class-imbalanced (m0's errors at the two ends differ), P(side 1 | X~) is not m and C_ssl
+        is biased."""
         x_u = np.asarray(x_u, float)
         transmitted = rng.random(x_u.size) < (2 * self.confidence(x_u)) ** self.v
         side = self.bayes(x_u)
@@ -223,9 +214,8 @@ class Task:
 # ---------------------------------------------------------------------------------------------- the plug-in (4)
 
 class PlugIn:
-    """The Nadaraya-Watson estimate with the box kernel K(u) = 1{|u| <= 1} (4), in one dimension, and its plug-in
-    classifier C_n(x) = 1{m_n(x) >= 1/2}. Exact: the training points sorted, prefix sums of their labels, and for a
-    query x the points in [x - h, x + h] found by binary search."""
+    """The Nadaraya-Watson estimate with the box kernel K(u) = 1{|u| <= 1} (4) in one dimension, and its plug-in
+    classifier C_n(x) = 1{m_n(x) >= 1/2}. Exact: sorted points, label prefix sums, [x - h, x + h] by binary search."""
 
     def __init__(self, x, y, h: float):
         if not h > 0:
@@ -260,9 +250,8 @@ def plug_in(x, y, h: float) -> PlugIn:
 
 
 def select(m0: PlugIn, x_u, delta: float):
-    """Step 1 (3): the unlabeled points with min{1 - m0(x), m0(x)} <= delta, and (Step 2) their pseudo-labels
-    Y^ = 1{m0(x) >= 1/2}. A point with no labeled point within m0's bandwidth has no estimate and is not taken.
-    Returns (selected points, pseudo-labels)."""
+    """Step 1 (3): (the unlabeled points with min{1 - m0(x), m0(x)} <= delta, their Step 2 pseudo-labels
+    Y^ = 1{m0(x) >= 1/2}); a point with no labeled point within m0's bandwidth has no estimate and is not taken."""
     m0_u = m0.m(x_u)
     with np.errstate(invalid="ignore"):
         chosen = np.minimum(m0_u, 1 - m0_u) <= delta            # NaN compares False
@@ -275,8 +264,8 @@ def ssl_plug_in(task: Task, m0: PlugIn, x_l, y_l, x_u, h: float, delta: float, r
     - Step 1: the unlabeled points with min{1 - m0(x), m0(x)} <= delta (3) (`select`, or its result `selection`);
     - Step 2: their pseudo-labels Y^ = 1{m0(X) >= 1/2} and strongly augmented copies X~ (`Task.augment`): D_aug;
     - Step 3: the plug-in (4) trained on D_ssl = D_l + D_aug with bandwidth h.
-    Returns (classifier, dict: n_selected, n_transmitted, side1_share (side 1's share among the transmitted),
-    pseudo_label_error (the share of D_aug whose pseudo-label is not the Bayes label of its X_u))."""
+    Returns (classifier, dict: n_selected, n_transmitted, side1_share (among the transmitted), pseudo_label_error (the
+    share of D_aug whose pseudo-label is not the Bayes label of its X_u))."""
     xs, y_hat = select(m0, x_u, delta) if selection is None else selection
     x_t, transmitted = task.augment(xs, rng, balanced)
     clf = plug_in(np.concatenate([x_l, x_t]), np.concatenate([y_l, y_hat]), h)
@@ -301,13 +290,12 @@ def run_cell(task: Task, n_u: int, zeta: float, seed, c_h: float = 0.5, c_delta:
              ssl: bool = True) -> dict:
     """One repetition at (n_u, zeta), seeded by `seed` (anything numpy's SeedSequence takes):
     - n_l = round(n_u^zeta) labels (at least 8) and the labeled-only plug-in C_l, bandwidth
-      h_l = c_h n_l^{-1/{q(alpha+3)+d}}; C_l's estimate is also Step 1's m0 (the appendix's n0 initial labels are these
-      n_l labels);
+      h_l = c_h n_l^{-1/{q(alpha+3)+d}}; C_l's estimate is also Step 1's m0 (the appendix's n0 initial labels);
     - (ssl=True) n_u unlabeled points and the SSL plug-in C_ssl of Steps 1-3 with the proof's choices (after (30)):
       bandwidth h = c_h (n_l + n_u)^{-1/{q(alpha+3+v+s)+d}} and threshold delta = c_delta h^q (at most 1/2); once with
       the balanced channel (risk_ssl) and once, on the same selection, with the naive one (risk_naive); and, as a
-      control, the plug-in on the n_l labels alone with C_ssl's bandwidth h (risk_l_at_h): what the smaller bandwidth
-      does without any unlabeled point.
+      control, the plug-in on the n_l labels alone at C_ssl's bandwidth h (risk_l_at_h: the smaller bandwidth without
+      any unlabeled point).
     Returns the sizes, bandwidths, delta, excess risks and Steps 1-2's counts."""
     rng, rng_aug, rng_naive = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     grid = task.test_grid() if grid is None else grid
@@ -338,9 +326,8 @@ def fit_exponent(n, risk) -> float:
 
 
 def bootstrap_exponents(n, risks, resamples: int = 200, seed=0) -> tuple[float, np.ndarray]:
-    """The rate of the mean risk curve, and its bootstrap replicates. risks: (repetitions, len(n)), one row per
-    repetition; the rate is `fit_exponent(n, risks.mean(0))` (the expected excess risk, as in (30)); each replicate
-    resamples the repetitions with replacement (seeded by `seed`). Returns (rate, replicates)."""
+    """(rate, replicates): `fit_exponent(n, risks.mean(0))` of risks (repetitions, len(n)) (the expected excess risk,
+    as in (30)), and its bootstrap replicates over the repetitions resampled with replacement (seeded by `seed`)."""
     risks = np.asarray(risks, float)
     rng = np.random.default_rng(seed)
     reps = risks.shape[0]
@@ -349,10 +336,10 @@ def bootstrap_exponents(n, risks, resamples: int = 200, seed=0) -> tuple[float, 
 
 
 def bootstrap_ratio(n, risk_a, risk_b, resamples: int = 200, seed=0) -> dict:
-    """How the mean risk of one classifier (risk_a: (repetitions, len(n))) compares with another's on the same draws
+    """How one classifier's mean risk (risk_a: (repetitions, len(n))) compares with another's on the same draws
     (risk_b): the slope of log(mean risk_a / mean risk_b) on log(n) (negative: a gains on b as n grows; (8) predicts
-    zeta e_l - e_ssl for C_ssl against C_l) and that log ratio at the largest n, each with its bootstrap replicates
-    (the repetitions resampled with replacement, the same ones for a and b; seeded by `seed`).
+    zeta e_l - e_ssl for C_ssl against C_l) and that log ratio at the largest n, each with bootstrap replicates (the
+    same resampled repetitions for a and b; seeded by `seed`).
     Returns dict(slope, slope_boot, log_ratio_last, log_ratio_last_boot)."""
     a, b, ln = np.asarray(risk_a, float), np.asarray(risk_b, float), np.log(np.asarray(n, float))
     rng = np.random.default_rng(seed)

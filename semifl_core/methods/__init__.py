@@ -1,11 +1,9 @@
 """The method table: every method the package runs, by name, with its display label and where its round lives.
 
-The CLI, config validation, the results store and the reports read this table; nothing else names a method.
-Adding a method is one module (a `round(exp, state, rnd) -> RoundRecord` function, see methods/semifl.py; or, for a
-variant of SemiFL, its client loss and any state it keeps per client: methods/client_state.py) and one line: in METHODS, or `register(Method(...))` in a module of your own
-that every process imports when SEMIFL_METHODS names it (docs/adding_a_method.md).
-
-This module imports nothing heavy (no torch): `semifl --help` and config validation read it.
+Nothing else names a method. Adding one is a module (a `round(exp, state, rnd) -> RoundRecord` function, see
+methods/semifl.py; or, for a variant of SemiFL, its client loss and any state per client: methods/client_state.py) and
+one line: in METHODS, or `register(Method(...))` in a module named in SEMIFL_METHODS (docs/adding_a_method.md). No torch
+here: `semifl --help` and config validation read it.
 """
 from __future__ import annotations
 
@@ -31,8 +29,7 @@ CBAFED_UPPER = "cbafed-all-labeled"             # its upper bound: FedAvg with e
 CBAFED_FIXMATCH = "cbafed-fixmatch"             # FedAvg + FixMatch on CBAFed's placement and schedule
 CBAFED_METHODS = (CBAFED, CBAFED_LOWER, CBAFED_UPPER, CBAFED_FIXMATCH)
 
-# Where the labels are (Config.labels_at): at the server (SemiFL's setting), a few per class at every client
-# (FedDure's), or at one client only (CBAFed's).
+# Config.labels_at: the server (SemiFL's setting), a few per class at every client (FedDure's), or one client (CBAFed's)
 SERVER, CLIENTS, ONE_CLIENT = "server", "clients", "one-client"
 PLACEMENTS = (SERVER, CLIENTS, ONE_CLIENT)
 
@@ -61,12 +58,10 @@ CBAFED_UNUSED = ("num_supervised", "mixup_alpha", "mix_loss", "global_pseudo_lab
                  "server_momentum", "server_batch", "server_epochs", "global_momentum", "sbn_source", "round_order",
                  "mix_draws", "shear_resample", "cutout_size", "local_epochs", "strong_aug", "labeled_partition",
                  "pseudo_label_rule", "active_rate")
-# CBAFed's setting (its Section 4, and its code): K=10 clients, all of them every round, client 0 labeled (one tenth
-# of the data; ours balanced per class, its code's split is one Dirichlet draw over all ten: Config.cbafed_labeled
-# "dirichlet"), the rest Dir(0.8); 501 warm-up epochs and 501
-# rounds; SGD lr 0.03 (0.02 on unlabeled clients), momentum 0.9, weight decay 5e-4, clipping 5, batch 64; tau_h 0.95.
-# Its ResNet-18 is not here: `paper` runs ResNet-9. `small`: the CPU variant sized in notebooks/cbafed_table1.ipynb ("CBAFed's small
-# variant"): our CNN, 20 warm-up rounds and 20 federated rounds.
+# CBAFed's setting (its Section 4 and code): K=10 clients, all active every round, client 0 labeled (one tenth of the
+# data: Config.cbafed_labeled), the rest Dir(0.8); 501 warm-up epochs and 501 rounds; SGD lr 0.03 (0.02 on unlabeled
+# clients), momentum 0.9, weight decay 5e-4, clipping 5, batch 64; tau_h 0.95. Its ResNet-18 is not here: `paper` runs
+# ResNet-9. `small` (notebooks/cbafed_table1.ipynb): our CNN, 20 warm-up and 20 federated rounds.
 _CBAFED = dict(num_clients=10, active_rate=1.0, partition="dir-0.8", labels_at=ONE_CLIENT, client_labels=600, lr=0.03,
                momentum=0.9, weight_decay=5e-4, nesterov=False, clip_norm=5.0, client_batch=64, threshold=0.95,
                norm="bn")
@@ -80,11 +75,10 @@ CBAFED_PROFILES = {
 
 @dataclass(frozen=True)
 class Field:
-    """A config field that a method declares for itself (Method.fields): set like any field (profile(..., name=v),
-    `--set name=v`, a notebook's parameters), refused for the methods that do not declare it. At its default it is
-    left out of a run's key, so declaring a field never changes a committed run's key."""
+    """A config field of a method's own (Method.fields), refused for the methods that do not declare it. At its default
+    it is left out of the run key, so declaring one never changes a committed run's key."""
     default: bool | int | float | str
-    check: Callable | None = None   # value -> "" if allowed, else what is allowed (one line); None: any value of the type
+    check: Callable | None = None   # value -> "" or what is allowed (one line); None: any value of the type
     help: str = ""                  # one line: what it is
 
     def problem(self, value) -> str:
@@ -99,7 +93,6 @@ class Field:
 
 
 def _one_of(*allowed):
-    """A Field check: the value is one of `allowed`."""
     return lambda v: "" if v in allowed else f"allowed are {', '.join(allowed)}"
 
 
@@ -107,32 +100,25 @@ def _one_of(*allowed):
 class Method:
     name: str
     label: str                      # row label in tables and figures
-    round: str | Callable = ""      # "module:function" of its round (imported when a run starts), or the function;
-                                    # a variant (variant_of) has the round of the method it varies
-    labels: str = "server"          # where the labels are: "server" (N_S at the server, balanced per class),
-                                    # "all" (the server holds the whole training set), "clients" (every client
-                                    # sample is labeled; no server split)
+    round: str | Callable = ""      # "module:function" of its round (imported at run start) or the function
+    labels: str = "server"          # "server" (N_S at the server, balanced per class), "all" (the server holds the
+                                    # whole training set), "clients" (every client sample labeled; no server split)
     federated: bool = True          # has clients (reads the federation fields)
     unused: tuple = ()              # config fields it never reads (left out of its run key)
     fixed: dict = field(default_factory=dict)      # values the method means (set by `profile`, checked by validate)
     profiles: dict = field(default_factory=dict)   # profile name -> default values for this method in that profile
     placements: tuple = (SERVER,)   # the label placements (Config.labels_at) it is defined for
     why_not: str = ""               # why it refuses the other placements (the validation error says it)
-    inputs: str = ""                # "module:function" (cfg, Dataset) -> Dataset: the method's own input pipeline, if
-                                    # it has one (CBAFed's released code's resizing); "" = the images as loaded
-    split: str | Callable = ""      # "module:function" (cfg, labels, rng) -> partition.Split or None: the method's own
-                                    # split of the training set where it draws one (CBAFed's released code's)
-    check: str | Callable = ""      # "module:function" (cfg) -> "" or one line: its checks across fields (a field's
-                                    # own value is its Field's check)
+    inputs: str = ""                # "module:function" (cfg, Dataset) -> Dataset: its own input pipeline (CBAFed's
+                                    # released code's resizing); "" = the images as loaded
+    split: str | Callable = ""      # "module:function" (cfg, labels, rng) -> partition.Split or None: its own split
+                                    # of the training set (CBAFed's released code's)
+    check: str | Callable = ""      # "module:function" (cfg) -> "" or one line: its checks across fields
     fields: dict = field(default_factory=dict)     # name -> Field: config fields of its own (docs/adding_a_method.md)
-    variant_of: str = ""            # SEMIFL: a variant of SemiFL: its round is SemiFL's, every SemiFL switch applies,
-                                    # and `client_loss` changes what its clients' steps minimise
-    client_loss: str | Callable = ""   # a SemiFL variant's "module:function" (cfg, base) -> loss_fn: its client loss
-                                    # built from SemiFL's for this config (base, with every switch of cfg)
-    client_state: str | object = ""  # a SemiFL variant's state per client: a client_state.ClientState(init, update)
-                                    # or its "module:name" (methods/client_state.py)
-    server_state: str | object = ""  # a SemiFL variant's server state and the aggregation step it replaces (global
-                                    # momentum): a client_state.ServerState(init, step) or its "module:name"
+    variant_of: str = ""            # SEMIFL: a variant of SemiFL: its round is SemiFL's, every SemiFL switch applies
+    client_loss: str | Callable = ""   # a SemiFL variant's "module:function" (cfg, base) -> its loss (semifl_loss.py)
+    client_state: str | object = ""  # a SemiFL variant's per-client client_state.ClientState or its "module:name"
+    server_state: str | object = ""  # a variant's client_state.ServerState (replaces global momentum), or "module:name"
 
     @property
     def family(self) -> str:
@@ -173,8 +159,7 @@ def _load(where):
     return getattr(importlib.import_module(module), name)
 
 
-# SemiFL is defined for labels at the server only: "(x_s, y_s) denote the set of labeled data available at the
-# server" (NeurIPS 2022, Section 3.1), and its ServerUpdate (Eq. 1) fine-tunes on them every round.
+# SemiFL, Section 3.1: "(x_s, y_s) denote the set of labeled data available at the server"
 _SEMIFL_WHY = ("SemiFL is defined with labels at the server (its Section 3.1: (x_s, y_s) at the server, clients "
                "unlabeled); its ServerUpdate (Eq. 1) has nothing to train on when the server holds no labels")
 
@@ -199,10 +184,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            fixed=dict(finetune=False, global_pseudo_labels=False, mix_loss=False)),
     Method(PARTIALLY_SUPERVISED, "Partially Supervised", "semifl_core.methods.baselines:supervised_round",
            federated=False, unused=FEDERATION_FIELDS),
-    # trains centrally on the whole training set, one epoch per round with Table 4's batch of 10 (in `small` the
-    # same batch as the clients and the server, so that its sample-epochs compare with theirs; its length is sized
-    # in docs/profiles.md); sBN statistics from all 60,000 images make its evaluation costly, so it
-    # is evaluated every 5 epochs
+    # the whole training set centrally, one epoch a round with Table 4's batch of 10 (`small`: the clients' batch, so
+    # sample-epochs compare: docs/profiles.md); evaluated every 5 epochs: sBN over 60,000 images is costly
     Method(FULLY_SUPERVISED, "Fully Supervised", "semifl_core.methods.baselines:supervised_round", labels="all",
            federated=False, unused=(*FEDERATION_FIELDS, "num_supervised"),
            profiles={"paper": dict(server_batch=250), "smoke": dict(server_epochs=1.0),
@@ -210,9 +193,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     # the SemiFL paper's "HeteroFL" row of Table 1: FedAvg with every client sample labeled
     Method(FEDAVG_SUPERVISED, "FedAvg supervised (HeteroFL)",
            "semifl_core.methods.baselines:fedavg_supervised_round", labels="clients"),
-    # SemiFL's round with (FL)^2's client training: client-adaptive pseudo-labels (its CAT), sharpness-aware
-    # consistency (a second gradient at perturbed weights, from the loss's Net: either engine), weighted averaging; no
-    # mixup; its Table 4's client batch of 32 (methods/fl2.py)
+    # SemiFL's round with (FL)^2's CAT, SACR and LSAA (no mixup), its Table 4's client batch of 32: methods/fl2.py
     Method(FL2, "(FL)²", "semifl_core.methods.fl2:fl2_round",
            fixed=dict(pseudo_label_rule="client-adaptive", mix_loss=False),
            fields={"sam_rho": Field(0.1, lambda r: "" if r > 0 else "must be > 0 (the radius of the perturbation)",
@@ -220,13 +201,12 @@ METHODS: dict[str, Method] = {m.name: m for m in (
                    "fl2_variant": Field("paper", _one_of("paper", "code"),
                                         "paper: SAM's perturbation (Eq. 12) | code: ASAM, as its released code runs")},
            profiles={"paper": dict(client_batch=32), "small": dict(client_batch=32)}),
-    # one model on the labeled images and every client image pooled as unlabeled, with SemiFL's clients' step budget:
-    # the federation's fields only size its rounds (methods/fixmatch.py)
+    # centralized, every client image pooled as unlabeled; the federation's fields only size its rounds (fixmatch.py)
     Method(FIXMATCH, "FixMatch (centralized)", "semifl_core.methods.fixmatch:fixmatch_round",
            unused=("partition", "mixup_alpha", "mix_loss", "global_pseudo_labels", "client_momentum", "finetune",
                    "global_momentum", "round_order", "server_epochs", "mix_draws")),
-    # FedDure (AAAI 2024) and the baselines of its Table 1, all with FedDure's local recipe (Adam, one epoch over
-    # the labeled part, FedAvg weighted by data size): methods/feddure.py, methods/feddure_baselines.py
+    # FedDure (AAAI 2024) and the baselines of its Table 1, all with FedDure's local recipe (Adam, one epoch over the
+    # labeled part, FedAvg weighted by data size): methods/feddure.py, methods/feddure_baselines.py
     Method(FEDDURE, "FedDure", "semifl_core.methods.feddure:feddure_round", unused=SEMIFL_ONLY_FIELDS,
            fields={"feddure_variant": Field("paper", _one_of("paper", "code"), "paper: FedDure's Eq. (2)-(10) | "
                                             "code: what its released code runs (MPL)")},
@@ -260,8 +240,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 
 
 def register(method: Method) -> Method:
-    """Add a method to the table (one that is already there is refused: pick another name; a field name that another
-    method or Config has already means something else there: refused)."""
+    """Add a method to the table; refused: a name already there, or a field name another method or Config has."""
     from ..errors import ConfigError
     if method.name in METHODS:
         raise ConfigError(f"method {method.name!r} is already registered; pick another name")
@@ -300,9 +279,8 @@ CORE_FIELDS: set = set()   # Config's own field names (config.py fills it: regis
 
 
 def load_plugins(names: str | None = None) -> None:
-    """Import the modules named in SEMIFL_METHODS (comma-separated; each registers its methods when imported), so
-    that every process (the CLI, a notebook's kernel, a campaign lane, a Flower app) knows a researcher's methods. A
-    module that cannot be imported is one line naming it."""
+    """Import the SEMIFL_METHODS modules (comma-separated; each registers its methods on import), in every process;
+    one that fails is one line naming it."""
     import os
     for name in filter(None, (n.strip() for n in (names if names is not None else
                                                    os.environ.get("SEMIFL_METHODS", "")).split(","))):
@@ -321,16 +299,14 @@ PLUGIN_ERROR: str | None = None   # why SEMIFL_METHODS failed at import, said wh
 
 
 def check_plugins() -> None:
-    """Raise the one-line ConfigError of a SEMIFL_METHODS module that failed when this package was imported (kept
-    until then so that `semifl --help` and the other modules still load)."""
+    """Raise the ConfigError of a SEMIFL_METHODS module that failed at import (kept so that `semifl --help` loads)."""
     if PLUGIN_ERROR is not None:
         from ..errors import ConfigError
         raise ConfigError(PLUGIN_ERROR)
 
 
 def refuse_core_clashes() -> None:
-    """Run once config.py has filled CORE_FIELDS: a method registered before that (by a SEMIFL_METHODS module, at
-    import) whose field is also Config's is refused as register refuses it, and said in one line."""
+    """Once config.py has filled CORE_FIELDS: refuse, as register does, an earlier method with a field of Config's."""
     global PLUGIN_ERROR
     for m in list(METHODS.values()):
         clash = [f for f in m.fields if f in CORE_FIELDS]

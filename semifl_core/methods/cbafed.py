@@ -1,14 +1,12 @@
 """CBAFed: class balanced adaptive pseudo labeling for federated semi-supervised learning (Li et al., CVPR 2023).
 Equation numbers are its paper's. Labels are at one client (Config.labels_at="one-client"): client 0 holds the
 labeled set D_L and nothing else, clients 1..K-1 hold unlabeled data only; every client takes part in every round.
+Client 0's labeled set (cfg.cbafed_labeled): "balanced" (the default), cfg.client_labels images of every class, the rest
+cut over clients 1..K-1 by the partition's Dirichlet; "dirichlet", the released code's split (`code_split`).
 
-Client 0's labeled set (cfg.cbafed_labeled): "balanced" (the default), cfg.client_labels images of every class, the
-rest of the training set cut over clients 1..K-1 by the partition's Dirichlet; "dirichlet", as CBAFed's released code
-draws it, client 0's share of one Dirichlet draw over all K clients (`code_split`).
-
-Warm-up, rounds 1..W (W = cfg.cbafed_warmup): the labeled client alone, one epoch of CE a round. That is Eq. (3)
-with one labeled client: the global model is its model, with the residual weight connection (the first round's
-model is the snapshot R; after every s = 5 further rounds theta = a1 R + (1 - a1) theta, R = theta; a1 = 0.8).
+Warm-up, rounds 1..W (W = cfg.cbafed_warmup): Eq. (3) with the one labeled client, one epoch of CE a round, with the
+residual weight connection (the first round's model is the snapshot R; after every s = 5 further rounds
+theta = a1 R + (1 - a1) theta, R = theta; a1 = 0.8).
 
 A federated round (after the warm-up), from the global model theta_G:
   labeled client: LABELED_EPOCHS epochs of CE over D_L (lr cfg.lr) with the local residual connection: R = theta
@@ -19,33 +17,27 @@ A federated round (after the warm-up), from the global model theta_G:
     with y_hat' the second most probable class; one epoch of CE on D_train = D~ u D^tail (lr UNLABELED_LR).
   thresholds (CBAPL): T(c) = min(p~(c) + 0.84 - std(p~), tau_h), p~ the class shares of the previous round's counts
     sigma (the labeled set's class counts plus every unlabeled client's D_train class counts; in the first federated
-    round the labeled set's alone) times C / 10, tau_h = cfg.threshold: pseudo_labels.class_balanced_thresholds,
-    the function the class-balanced rule of SemiFL's few-label study calls.
+    round the labeled set's alone) times C / 10, tau_h = cfg.threshold (pseudo_labels.class_balanced_thresholds).
   server: theta_G = sum_i w_i theta_i over the whole state (BN statistics too), w_labeled = |D_L|, w_mu = |D_train_mu|
     (a client with an empty D_train sends nothing); R_g = the warm-up's last model, and after every s = 5 federated
     rounds the global residual connection theta_G = a2 R_g + (1 - a2) theta_G, R_g = theta_G (a2 = 0.5).
 Every client keeps its SGD momentum between rounds (cfg.momentum, weight decay, gradient clipping cfg.clip_norm), and
 the learning rates are constant, as the released code runs; batch cfg.client_batch (64).
 
-Variants (cfg.cbafed_variant; notebooks/cbafed_table1.ipynb lists each difference): "paper" (the default) as its paper describes it;
-"code" as its released code runs (CBAFed and both bounds):
+Variants (cfg.cbafed_variant; notebooks/cbafed_table1.ipynb lists each difference): "paper" (the default) as its paper
+describes it; "code" as its released code runs (CBAFed and both bounds):
   - the server's residual after federated rounds 6, 11, 16, ... (its `com_round > 0 and com_round % 5 == 0`, rounds
-    counted from 0) instead of after rounds 5, 10, 15, ... (`RESIDUAL_EVERY` rounds after the warm-up);
-  - its input pipeline (`code_inputs`, `code_view`): three identical channels for a one-channel set, every training
-    image resized (bilinear) to 36 x 36 (40 x 40 for three-channel 32 x 32 sets) and randomly cropped to 32 x 32
-    without padding, plus flips; test images resized to 32 x 32. Our CNN takes any input size (global average
-    pooling), so it trains and tests at 32 x 32 as their ResNet-18 does;
-  - an unlabeled client trains on the very weak views it pseudo-labeled (the paper variant: a fresh weak view of the
-    images it selected), drops a last batch of one image, and takes p~ < 0.03 as tail whatever C is (the paper's rule
-    beta / C for C = 10).
-  Not reproduced: it concatenates the confident images, then the tail ones, and does not reshuffle them (ours are
-  shuffled as every epoch is).
+    counted from 0) instead of after rounds 5, 10, 15, ...;
+  - its input pipeline (`code_inputs`, `code_view`): a one-channel set copied to three channels, training images resized
+    (bilinear) to 36 x 36 (40 x 40 for three-channel 32 x 32 sets) and randomly cropped to 32 x 32 without padding, plus
+    flips; test images resized to 32 x 32 (our CNN pools globally: it runs at 32 x 32, as their ResNet-18);
+  - an unlabeled client trains on the very weak views it pseudo-labeled (paper: a fresh weak view of the images it
+    selected), drops a last batch of one image, and takes p~ < 0.03 as tail whatever C is (beta / C for ten classes).
+  Not reproduced: it concatenates the confident images, then the tail ones, unshuffled (ours are shuffled every epoch).
 
-The paper's Table 1 rows beside CBAFed run the same warm-up and schedule (`part`), so that they differ from it only in
-what the federated phase does:
+The Table 1 rows beside CBAFed run its warm-up and schedule (`part`) and differ only in the federated phase:
   "labeled-only"   the labeled client alone (its epochs and residuals; the server's residual): the lower bound
-  "all-labeled"    every unlabeled client trains on all its images with their true labels, w = its size: the upper
-                   bound, FedAvg with every client labeled
+  "all-labeled"    every unlabeled client trains on all its images with their true labels, w = its size: the upper bound
   "fixmatch"       FedAvg + FixMatch: the labeled client's epochs (no residual); each unlabeled client one epoch of
                    mean 1[max p >= tau_h] CE(f(A(u)), argmax p), p = softmax(f(alpha(u))) of the model it trains,
                    w = its size; no thresholds of CBAPL, no tail discovery, no server residual
@@ -100,15 +92,11 @@ def check(cfg) -> str:
 
 
 def code_split(cfg, labels: np.ndarray, rng: np.random.Generator):
-    """Method.split: CBAFed's split as its released code draws it (cbafed_labeled="dirichlet"; "balanced": None,
-    partition.make_split's): the whole training set is cut over all the clients by one Dirichlet(alpha) draw
-    (partition.dirichlet, alpha the partition's: CBAFed's 0.8), and client 0 keeps its share as its labeled set,
-    clients 1..K-1 theirs unlabeled. Client 0's size (a tenth of the data on average with 10 clients) and class counts
-    are as skewed as any client's. The code reads the split from a partition file (the one it ships, for SVHN, gives
-    client 0 6,621 of the 73,257 training images, the other nine the rest) and draws such splits in
-    cifar_load.partition_data_allnoniid with the same rule as `dirichlet`: per class Dir(beta) shares over all 10
-    clients, full clients capped, drawn again until every client holds >= 10. Our default, "balanced", gives client 0
-    client_labels images of every class instead (600 in the small variant)."""
+    """Method.split for cbafed_labeled="dirichlet" (else None: partition.make_split's), as the released code splits: one
+    Dirichlet(alpha) draw (partition.dirichlet, alpha the partition's: CBAFed's 0.8) cuts the whole training set over
+    all the clients; client 0 keeps its share as its labeled set, so its size and class counts are as skewed as any
+    client's. The code reads the split from a partition file (its SVHN one gives client 0 6,621 of the 73,257 training
+    images), drawn in cifar_load.partition_data_allnoniid by `dirichlet`'s rule."""
     from ..partition import Split, dirichlet
     if cfg.cbafed_labeled != "dirichlet":
         return None
@@ -119,8 +107,7 @@ def code_split(cfg, labels: np.ndarray, rng: np.random.Generator):
 
 # ---------------------------------------------------------------------- the released code's input pipeline
 def code_inputs(cfg, data):
-    """cbafed_variant="code": the images as the released code's loader gives them (three channels; training images
-    resized to CODE_RESIZE, test images to CODE_INPUT, bilinearly, rounded to uint8); "paper": unchanged."""
+    """cbafed_variant="code": the images as the released code's loader gives them, rounded to uint8; "paper": as is."""
     if not released(cfg):
         return data
     from ..data import Dataset
@@ -148,8 +135,7 @@ def code_view(x: torch.Tensor, flip: bool, g: torch.Generator) -> torch.Tensor:
 
 
 def residual_due(cfg, t: int) -> bool:
-    """Whether the server's residual follows federated round t (0-based): after every RESIDUAL_EVERY rounds, or in the
-    code variant at t = 5, 10, 15, ... (its com_round > 0 and com_round % 5 == 0)."""
+    """Whether the server's residual follows federated round t (0-based; each variant's timing: module docstring)."""
     if released(cfg):
         return t > 0 and t % RESIDUAL_EVERY == 0
     return (t + 1) % RESIDUAL_EVERY == 0
@@ -168,8 +154,7 @@ def tail_classes(counts, variant: str = "paper") -> np.ndarray:
 
 
 def select(probs: np.ndarray, thresholds: np.ndarray, tail: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """D_train of one client from the global model's probabilities: (kept image indices, their labels). A confident
-    image (max p > T(y_hat)) keeps y_hat; an unconfident one whose second class is a tail class takes that class."""
+    """D_train = D~ u D^tail of one client from the global model's probabilities: (kept image indices, their labels)."""
     order = np.argsort(-probs, axis=1, kind="stable")
     first, second = order[:, 0], order[:, 1]
     confident = probs.max(1) > thresholds[first]

@@ -1,19 +1,18 @@
 """State a SemiFL variant keeps across rounds, per client (FedDyn's h_i, SCAFFOLD's c_i) and at the server
 (FedAdam's moments, SCAFFOLD's c): docs/adding_a_method.md, sections 4b and 4c.
 
-Per client, `client_state=ClientState(init, update)`: before a client's first training its state is `init(cfg,
-weights)` (weights: the global model it received, name -> tensor); its loss reads the state as f.state (and its id as
-f.client) in every step of its training, in both engines, with the server's state beside it as "server.<name>";
-after the training `update(cfg, state, start, end, ctx)` (start: the weights it received, end: the weights it trained
-to; ctx.steps its local steps, ctx.lr the round's learning rate, ctx.server the server's state) returns its new state.
+Per client, `client_state=ClientState(init, update)`: a client's state is `init(cfg, weights)` (the global model it
+received, name -> tensor) before its first training; its loss reads it as f.state (its id as f.client, the server's
+state as "server.<name>") in every step, in both engines; after training, `update(cfg, state, start, end, ctx)` returns
+its new state (start, end: the weights received and trained to; ctx.steps, ctx.lr the round's, ctx.server).
 
-At the server, `server_state=ServerState(init, step)`: the aggregation step it replaces is SemiFL's global momentum
-(Model Averaging's result `averaged` in, the next global weights out). `init(cfg, weights)` gives the state before the
-first round; `step(cfg, state, weights, averaged, ctx)` returns (the next global weights, the new state); ctx.clients
-holds (before, after) of each trained client's state this round, ctx.default(averaged) SemiFL's own step.
+At the server, `server_state=ServerState(init, step)` replaces SemiFL's global momentum (Model Averaging's `averaged`
+in, the next global weights out): `init(cfg, weights)` before the first round; `step(cfg, state, weights, averaged,
+ctx)` returns (next global weights, new state); ctx.clients holds (before, after) of each trained client's state this
+round, ctx.default(averaged) SemiFL's own step.
 
-The states live in the run's state (`state.method`) and are checkpointed with it. A state changes its values, never
-its names or shapes: a hook that returns others is one line.
+The states live in the run's state (`state.method`) and are checkpointed with it. A state changes its values, never its
+names or shapes: a hook that returns others is one line.
 """
 from __future__ import annotations
 
@@ -32,15 +31,13 @@ SERVER_KEY = "server_state"   # ... and the server's
 @dataclass(frozen=True)
 class ClientState:
     init: Callable     # (cfg, weights) -> {name: tensor}: a client's state before its first training
-    update: Callable   # (cfg, state, start, end, ctx) -> {name: tensor}: its state after a training, same names and
-                       # shapes (ctx.steps, ctx.lr, ctx.server)
+    update: Callable   # (cfg, state, start, end, ctx) -> {name: tensor}, same names and shapes
 
 
 @dataclass(frozen=True)
 class ServerState:
     init: Callable     # (cfg, weights) -> {name: tensor}: the server's state before the first round
-    step: Callable     # (cfg, state, weights, averaged, ctx) -> (next global weights, new state) (ctx.clients,
-                       # ctx.default)
+    step: Callable     # (cfg, state, weights, averaged, ctx) -> (next global weights, new state)
 
 
 def server(exp, st) -> dict:
@@ -80,8 +77,8 @@ def server_step(exp, st, averaged: dict, clients: list, default: Callable) -> No
 
 
 def given(exp, st, clients: list[int]) -> list[dict] | None:
-    """The trained clients' states (f.state), in their order: those not yet trained get `init` of the global model;
-    None for a method that keeps none."""
+    """The trained clients' states (f.state), in order (`init` of the global model for a client's first); None if the
+    method keeps none."""
     hooks = exp.cfg.method.client_state_hooks()
     if hooks is None:
         return None
@@ -95,9 +92,8 @@ def given(exp, st, clients: list[int]) -> list[dict] | None:
 
 
 def after_training(exp, st, clients: list[int], stacked: dict, steps: list[int], lr: float) -> list:
-    """`update` for each trained client, from the weights it received (the global model) and those it trained to
-    (stacked: one row per client, in `clients`' order), its step count and the round's learning rate. Returns each
-    client's (state before, state after), for the server's step ([] for a method that keeps none)."""
+    """`update` for each trained client (stacked: the weights trained to, one row per client in `clients`' order);
+    returns each one's (state before, state after) for the server's step ([] if the method keeps none)."""
     hooks = exp.cfg.method.client_state_hooks()
     if hooks is None:
         return []

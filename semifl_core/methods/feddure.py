@@ -1,6 +1,5 @@
-"""FedDure: federated semi-supervised learning with dual regulators (Bai et al., AAAI 2024). Equation numbers are
-FedDure's. Labels are at the clients (Config.labels_at="clients"): each client holds a labeled part (x, y) and an
-unlabeled part u.
+"""FedDure: federated semi-supervised learning with dual regulators (Bai et al., AAAI 2024); equation numbers are its
+paper's. Labels are at the clients (Config.labels_at="clients"): each holds a labeled part (x, y) and an unlabeled u.
 
 A round: S = max(floor(C K), 1) clients sampled; each runs `local_update` from the global model; the server takes
 the FedAvg average of the whole state (BN statistics included) weighted by each client's data size.
@@ -19,22 +18,21 @@ and per iteration t, on a labeled batch (x, y) and an unlabeled batch u (weak vi
   m_i = f_w(f_l(T_s(u_i); theta); w_new)                                                          (6)
   theta <- Adam step on CE(y, f_l(x)) [g_s, (9)] + mean_u m CE(y_hat, f_l(T_s(u))) [g_u, (7)]
                         + d mean_u CE(y_hat, f_l(T_s(u))) [g_d, (8)]                               (10)
-Choices the paper leaves open (ours, stated here): the look-ahead step (4) is plain SGD with eta_s = cfg.lr (it must
-be differentiable in w); F-reg reads softmax outputs, detached (its input is not differentiated); F-reg's Adam is
-fresh each round like the other two.
+Choices the paper leaves open (ours): the look-ahead step (4) is plain SGD with eta_s = cfg.lr (it must be
+differentiable in w); F-reg reads softmax outputs, detached; F-reg's Adam is fresh each round like the other two.
 
-Variant "code": what the authors' released code runs (White1973/FedDure, groups/client_ssl/base_ssl.py), which is
-Meta Pseudo Labels with f_l as teacher and f_d as student, and an F-reg that is never trained or used:
+Variant "code": what the authors' released code runs (White1973/FedDure, groups/client_ssl/base_ssl.py): Meta Pseudo
+Labels with f_l as teacher and f_d as student, and an F-reg that is never trained or used:
   FINE_TUNE_STEPS supervised Adam steps on the teacher, then per step t of the local steps:
   q = softmax(T(T_w(u))), y_hat = argmax q, mask = max q >= CODE_THRESHOLD
   L_T = CE(T(x), y) + 8 min(1, (t+1)/20) mean(mask softCE(q, T(T_s(u))))
   S <- Adam step on CE(S(T_w(u)), y_hat) (no mask); d = CE(S_new(x), y) - CE(S_old(x), y)  (new minus old: the
   opposite sign to Eq. 3); L_T += d CE(T(T_s(u)), argmax T(T_s(u))); T <- Adam step
-  with the code's per-round warm-up: the teacher's learning rate ramps over WARMUP_STEPS steps (factor step/10, so
+  with the code's per-round warm-up: the teacher's learning rate ramps over WARMUP_STEPS steps (factor step/10:
   0, 0.1, ..., 0.9), the student's is 0 for its first STUDENT_WAIT steps (so d = 0 there).
 
-Batches (the code's rule, both variants): labeled batch cfg.client_batch; local steps per epoch
-S = round(|D_L| / batch) (4 if that is <= 2, a quarter of it if >= 400); unlabeled batch |D_U| // S.
+Batches (both variants): labeled batch cfg.client_batch; local steps per epoch S = round(|D_L| / batch) (the code's
+rule: 4 if that is <= 2; ours: a quarter of it if >= 400, `local_steps`); unlabeled batch |D_U| // S.
 """
 from __future__ import annotations
 
@@ -72,35 +70,31 @@ class FReg(nn.Module):
 
 # ---------------------------------------------------------------------- the batch plan (both variants)
 def local_steps(n_labeled: int, batch: int) -> int:
-    """Local steps per epoch, S = round(|D_L| / batch), 4 if that is <= 2 (the released code's num_step, set in
-    FedDureClientSSL.get_bs), and S // 4 if S >= 400. That quarter is ours, not the released code's: get_bs never
-    changes the step count; it quarters the unlabeled batch size, u_bs = |D_U| // S (all of D_U if that is 0), to
-    u_bs // 4 when u_bs >= 400. client_tasks takes the unlabeled batch as max(1, |D_U| // S), with neither that
-    quarter nor the all-of-D_U case. No quarter is reached in feddure_table1's splits (Fashion-MNIST, seeds 0-2:
-    S is 3 to 13, |D_U| // S at most 350)."""
+    """Local steps per epoch: S = round(|D_L| / batch), 4 if that is <= 2 (the released code's num_step,
+    FedDureClientSSL.get_bs), S // 4 if S >= 400. That quarter is ours: get_bs keeps S and quarters the unlabeled batch
+    u_bs = |D_U| // S (all of D_U if that is 0) when u_bs >= 400; client_tasks takes max(1, |D_U| // S), with neither.
+    feddure_table1's splits reach no quarter (Fashion-MNIST, seeds 0-2: S is 3 to 13, |D_U| // S at most 350)."""
     steps = round(n_labeled / batch)
     return 4 if steps <= 2 else steps // 4 if steps >= 400 else steps
 
 
 def freg_steps(cfg) -> float:
-    """F-reg's Adam steps per client over a run of the paper variant, expected: one per local step (local_steps of
-    the client's labeled set, at its mean size client_labels x classes, times E) in each of the rounds x num_active /
-    num_clients rounds the client is active. The small variant's 50 rounds give about 12, FedDure's 200 about 50."""
+    """F-reg's expected Adam steps per client in a paper-variant run: local_steps at the mean labeled size times E, over
+    its rounds x num_active / num_clients active rounds (small's 50 rounds: ~12; FedDure's 200: ~50)."""
     per_round = math.ceil(round(local_steps(cfg.client_labels * cfg.num_classes, cfg.client_batch)
                                 * cfg.local_epochs, 9))
     return cfg.rounds * cfg.num_active / cfg.num_clients * per_round
 
 
 def _tasks_for(spec: dict, batch: int, steps: int, rnd: Round, flip: bool, **views):
-    """`steps` batches of `batch` from shuffled epochs over spec's images (make_tasks with the matching epochs)."""
+    """`steps` batches of `batch` from shuffled epochs over spec's images."""
     per_epoch = math.ceil(len(spec["x"]) / batch)
     return make_tasks([spec], batch, steps / per_epoch, rnd.rng, rnd.g, flip=flip, **views)[0]
 
 
 def client_tasks(exp, c: int, rnd: Round, extra_labeled_steps: int = 0):
-    """Client c's labeled task (weak views) and unlabeled task (strong view "x", weak view "x_weak", true labels
-    "y" for the metrics only), each of S x E steps (plus extra_labeled_steps labeled ones); a part the client does
-    not hold is None."""
+    """Client c's labeled task (weak views) and unlabeled task (strong "x", weak "x_weak", true "y" for the metrics
+    only), each of S x E steps (plus extra_labeled_steps labeled ones); None for a part it does not hold."""
     cfg, data = exp.cfg, exp.data
     lab, unl = exp.labeled_idx[c], exp.client_idx[c]
     per_epoch = local_steps(len(lab), cfg.client_batch)
@@ -130,9 +124,8 @@ def weighted_pseudo_loss(logits, y_hat, weights):
 
 
 def lookahead_loss(creg: nn.Module, freg: FReg, u_strong, y_hat, x, y, eta_s: float):
-    """Eq. (4) then the loss of Eq. (5): C-reg takes one SGD step (eta_s) on the F-reg-weighted pseudo-label loss,
-    kept differentiable in F-reg's parameters; returns CE(y, f_d(x; phi^-(w))). C-reg's parameters are not changed
-    (and its BN buffers are copied, so the look-ahead does not move its running statistics)."""
+    """Eq. (4), then (5)'s loss CE(y, f_d(x; phi^-(w))): one SGD step (eta_s) of C-reg on the F-reg-weighted
+    pseudo-label loss, differentiable in F-reg's parameters; C-reg itself (BN buffers too) is left unchanged."""
     params = dict(creg.named_parameters())
     buffers = {k: v.clone() for k, v in creg.named_buffers()}
     logits = functional_call(creg, (params, buffers), (u_strong,))
@@ -230,8 +223,8 @@ def fedavg(states: list[dict], sizes: list[int]) -> dict:
 
 
 def federated_round(exp, st, rnd: Round, train_client) -> RoundRecord:
-    """FedDure's round for any local update: `train_client(c, model) -> (data size, stats rows)` trains `model`
-    (a copy of the global model) in place; clients that train nothing return size 0 and are left out."""
+    """FedDure's round for any local update: `train_client(c, model) -> (data size, stats rows)` trains `model` (a copy
+    of the global model) in place; a client that trains nothing returns size 0 and is left out."""
     cfg, rec = exp.cfg, rnd.record
     rec.lr = cfg.lr   # FedDure's Adam runs at a constant learning rate (no schedule over the rounds)
     active = [int(c) for c in rnd.rng.choice(cfg.num_clients, cfg.num_active, replace=False)]

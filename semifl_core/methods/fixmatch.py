@@ -1,13 +1,13 @@
 """Centralized FixMatch (Sohn et al., NeurIPS 2020): the semi-supervised ceiling SemiFL is measured against.
 
-One model, no federation: the server's N_S labeled images, and every client image pooled as one unlabeled set. Each
-step: L = CE(f(alpha(x_l)), y_l) + lambda_u mean_i 1[max p_i >= tau] CE(f(A(u_i)), argmax p_i), p = softmax(f(alpha(u_i)))
+One model, no federation: the server's N_S labeled images, every client image pooled as one unlabeled set. Each step:
+  L = CE(f(alpha(x_l)), y_l) + lambda_u mean_i 1[max p_i >= tau] CE(f(A(u_i)), argmax p_i), p = softmax(f(alpha(u_i)))
 of the model being trained (FixMatch's Eq. 2-4; lambda_u = 1, tau and the weak/strong augmentations as SemiFL's
-clients'). Budget, so that the ceiling and SemiFL differ only in federation: per round the model takes the steps that
-SemiFL's active clients take at the most, E epochs over each client's share at the client batch (FedAvg + FixMatch's
-clients take exactly these), num_active x ceil(E ceil((N - N_S) / M / B)); one labeled batch (server_batch) beside
-each unlabeled one; the learning rate of the round from the same cosine over R rounds; SGD with the config's
-momentum, Nesterov, weight decay and clipping, its momentum kept across rounds (server_momentum=keep).
+clients'). Budget, so that the ceiling and SemiFL differ only in federation: per round the steps SemiFL's active clients
+take at the most, E epochs over each client's share at the client batch (FedAvg + FixMatch's clients take exactly
+these), num_active x ceil(E ceil((N - N_S) / M / B)); one labeled batch (server_batch) beside each unlabeled one; the
+round's learning rate from the same cosine over R rounds; SGD with the config's momentum, Nesterov, weight decay and
+clipping, its momentum kept across rounds (server_momentum=keep).
 """
 from __future__ import annotations
 
@@ -24,8 +24,7 @@ from .semifl import strong_options
 
 
 def steps_per_round(cfg, num_unlabeled: int) -> int:
-    """The steps of SemiFL's active clients in one round when all their images train: num_active x E epochs of the
-    mean client share at the client batch."""
+    """The steps of SemiFL's active clients in one round when all their images train (the module docstring's budget)."""
     per_epoch = math.ceil(num_unlabeled / cfg.num_clients / cfg.client_batch)
     return cfg.num_active * max(1, math.ceil(round(cfg.local_epochs * per_epoch, 9)))
 

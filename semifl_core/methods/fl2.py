@@ -1,11 +1,10 @@
 """(FL)^2 (Lee, Le, Shin, Lee; NeurIPS 2024, "Overcoming Few Labels in Federated Semi-Supervised Learning"): SemiFL's
 setting and round, with the clients' training replaced. Equation numbers are its paper's.
 
-  CAT   client-specific adaptive threshold (Eq. 7-9): per client, from the global model's probabilities q on a weak view
-        of its images (once a round), tau_k = mean max q, tau_k(c) = tau_k p~(c) / max p~ with p~(c) the mean q(c); the
-        client trains on the images with max q >= tau_k(argmax q), labeled argmax q (pseudo_labels.client_adaptive_...).
-  SACR  sharpness-aware consistency (Eq. 10-14), each step on a strong view x of a batch (any engine: the loss reads
-        the weights from its Net, f.params, and runs the network at W + eps with f.at):
+  CAT   client-specific adaptive threshold (Eq. 7-9): per client, from the global model's probabilities q on a weak
+        view of its images (once a round), tau_k = mean max q, tau_k(c) = tau_k p~(c) / max p~ with p~(c) the mean
+        q(c); the client trains on the images with max q >= tau_k(argmax q), labeled argmax q (pseudo_labels).
+  SACR  sharpness-aware consistency (Eq. 10-14), each step on a strong view x of a batch (both engines: `sacr_loss`):
           L_a  = CE(f_W(x), y_hat)                                   every selected image (Eq. 10)
           L_p  = CE(f_W(x), y_hat) on the high-confidence images, max q >= tau_f = `threshold` (Eq. 11)
           eps  = rho grad L_p / ||grad L_p||                        SAM (Eq. 12; fl2_variant="code": ASAM, below)
@@ -70,8 +69,7 @@ def sacr_loss(rho: float, variant: str = "paper"):
 
 
 def client_specs(exp, st, rnd: Round, active) -> tuple[list, list, list]:
-    """CAT for every active client: (training specs, ids of the clients with a non-empty set, their global levels
-    tau_k)."""
+    """CAT for every active client: (training specs, ids of the clients with a non-empty set, their levels tau_k)."""
     cfg, rec = exp.cfg, rnd.record
     labeled = label_clients(exp, st.model, rnd, active)   # the config's rule is client-adaptive: Eq. (7)-(9)
     specs, trained, levels, counts = [], [], [], np.zeros(4, dtype=np.int64)

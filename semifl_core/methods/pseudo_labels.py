@@ -6,23 +6,22 @@ per image, its pseudo-label, its confidence and the threshold it must reach to e
   fixed            SemiFL, Eq. (3): argmax p, confident when max p >= tau (the paper's rule; the default).
   class-balanced   CBAFed (Li et al., CVPR 2023), Sec. 3.2: tau_c = min(p_c + 0.84 - std(p), tau_up), p the class shares
                    of the previous round's confident pseudo-labels (summed over the active clients, which send their
-                   class counts: C integers) plus the labeled set; std unbiased; tau_up = tau. Rare classes get a
-                   lower threshold. Its released code scales p by C / 10 (= 1 for ten classes; kept).
+                   class counts: C integers) plus the labeled set; std unbiased; tau_up = tau. Its released code scales
+                   p by C / 10 (= 1 for ten classes; kept).
   aligned          Distribution alignment (ReMixMatch, Berthelot et al., ICLR 2020): p~ = Normalize(p * prior / mean p),
-                   prior the labeled set's class shares, mean p the mean prediction of the global model on this
-                   round's active clients' images (each client sends its mean, C numbers; about 6,000 images a
-                   round at the small profile, ReMixMatch's 128 batches of 64); then argmax p~ >= tau.
+                   prior the labeled set's class shares, mean p the mean prediction of the global model on this round's
+                   active clients' images (each client sends its mean, C numbers; about 6,000 images a round at the
+                   small profile, ReMixMatch's 128 batches of 64); then argmax p~ >= tau.
   client-adaptive  (FL)^2 (Lee et al., NeurIPS 2024), its client-specific adaptive threshold, FreeMatch's self-adaptive
-                   rule on one client: t = mean_i max p_i, l_c = mean_i p_ic, tau_c = t * l_c / max_c l_c (computed
-                   once a round from the global model, as its `make_pseudo_lb_dataset`); nothing is sent.
+                   rule on one client: t = mean_i max p_i, l_c = mean_i p_ic, tau_c = t * l_c / max_c l_c (computed once
+                   a round from the global model, as its `make_pseudo_lb_dataset`); nothing is sent.
   global-adaptive  FreeMatch's self-adaptive threshold (Wang et al., ICLR 2023) as FreeMatch computes it, over all the
                    unlabeled data: here the round's active clients together (each sends the sums of max p and of p over
-                   its images, C + 1 numbers): t = mean max p, l_c = mean p_c, tau_c = t * l_c / max_c l_c, one set
-                   of thresholds for every client. The label-skew study's fix, fixed before its runs
-                   (notebooks/label_skew.ipynb): client-adaptive takes l_c from one client's own
-                   predictions, so a client holding two classes gives the eight it does not hold thresholds near 0.1
-                   and trains on nearly every (necessarily wrong) pseudo-label of those classes; the federation's l_c
-                   does not know which client holds what.
+                   its images, C + 1 numbers): t = mean max p, l_c = mean p_c, tau_c = t * l_c / max_c l_c, one set for
+                   every client. The label-skew study's fix, fixed before its runs (notebooks/label_skew.ipynb):
+                   client-adaptive's l_c, from one client's own predictions, gives a client holding two classes
+                   thresholds near 0.1 for the eight others, so it trains on nearly every (necessarily wrong)
+                   pseudo-label of those; the federation's l_c does not know which client holds what.
 
 The class-balanced rule carries the last round's counts in the run's state (checkpointed); the others are stateless.
 """
@@ -44,9 +43,8 @@ def class_shares(counts) -> np.ndarray:
 
 
 def class_balanced_thresholds(counts, tau_up: float) -> np.ndarray:
-    """CBAFed's thresholds from class counts: tau_c = min(p~_c + 0.84 - std(p~), tau_up), std with ddof=1 (its
-    paper's 1 / (C - 1), and torch.std's default, which its code calls). CBAFed itself (methods/cbafed.py) and the
-    class-balanced rule here call this one function."""
+    """CBAFed's thresholds from class counts: tau_c = min(p~_c + 0.84 - std(p~), tau_up), std with ddof=1
+    (its paper's 1 / (C - 1), and torch.std's default, which its code calls); methods/cbafed.py calls it too."""
     p = class_shares(counts)
     return np.minimum(p + CBAFED_OFFSET - p.std(ddof=1), tau_up)
 
@@ -58,18 +56,16 @@ def align(probs: np.ndarray, prior: np.ndarray, mean: np.ndarray) -> np.ndarray:
 
 
 def client_adaptive_thresholds(probs: np.ndarray) -> np.ndarray:
-    """(FL)^2's thresholds for one client from the global model's probabilities on its images: t * l_c / max_c l_c,
-    t the mean max probability, l_c the mean probability of class c."""
+    """(FL)^2's thresholds t * l_c / max_c l_c for one client from the global model's probabilities on its images."""
     level, per_class = probs.max(1).mean(), probs.mean(0)
     return level * per_class / per_class.max()
 
 
 def select(rule: str, probs: list[np.ndarray], tau: float, labeled_counts: np.ndarray, state: dict) -> list[dict]:
-    """The rule applied to the active clients' probabilities (one array per client, rows = images), given the class
-    counts of the labeled set. Returns per client {"conf", "pseudo", "tau", "tau_class"} (tau: one threshold, or one
-    per image, that of its pseudo-label's class; tau_class: the threshold of every class, for the diagnostics).
-    class-balanced reads state["counts"], the previous round's confident counts (absent in the first round), which the
-    caller stores with `confident_counts`."""
+    """The rule on the active clients' probabilities (one array per client, rows = images), given the labeled set's
+    class counts: per client {"conf", "pseudo", "tau", "tau_class"} (tau: one threshold, or per image its pseudo-label's
+    class's; tau_class: every class's, for the diagnostics). class-balanced reads state["counts"], the previous round's
+    confident counts (absent in the first round), which the caller stores from `confident_counts`."""
     labeled_counts = np.asarray(labeled_counts, dtype=np.float64)
     if rule == ALIGNED:
         mean = np.concatenate(probs).mean(0)
@@ -104,14 +100,14 @@ HELD_SHARE = 0.05   # a client "holds" a class when at least 5 % of its images a
 
 def held_classes(labels: np.ndarray, num_classes: int) -> np.ndarray:
     """Which classes a client holds (a boolean per class), from its labels: its true labels in the diagnostics, its
-    fix set's pseudo-labels in FedRS's loss (semifl.fedrs_scale), which knows no true label."""
+    fix set's pseudo-labels in FedRS's loss (skew_losses.fedrs_scale), which knows no true label."""
     return np.bincount(labels, minlength=num_classes) >= HELD_SHARE * len(labels)
 
 
 def skew_measures(labeled: list[dict], num_classes: int) -> dict:
-    """How a rule treats the classes a client holds and those it does not, averaged over the active clients (each
-    client one vote; a measure with no case on any client is nan). Per client, from its true labels (`truth`, read
-    for the diagnostics only), pseudo-labels, confidences and per-class thresholds (select):
+    """How a rule treats the classes a client holds and those it does not, a mean over the active clients (one vote
+    each; nan for a measure with no case on any client), from each one's true labels (`truth`, diagnostics only),
+    pseudo-labels, confidences and per-class thresholds (select):
       skew_held            classes held (2 under Non-IID K=2, 10 under IID)
       skew_tau_held/unheld mean threshold tau_c over the classes it holds / does not hold
       skew_pred_unheld     share of its images whose pseudo-label is a class it does not hold (all of them wrong)
@@ -137,17 +133,15 @@ def skew_measures(labeled: list[dict], num_classes: int) -> dict:
 
 
 def class_shift(client_acc: dict, start_acc: dict, held: np.ndarray) -> tuple[float, float]:
-    """The change a client's update makes to the per-class test accuracy of the global model it started from
-    (percentage points, client model minus start model; both as `{k: acc}` per class), averaged over the classes the
-    client holds and over those it does not (nan when it holds every class)."""
+    """Per-class test accuracy of a client's model minus that of the global model it started from (percentage points;
+    both `{k: acc}`), averaged over the classes the client holds and over the others (nan when it holds every class)."""
     delta = np.array([client_acc[k] - start_acc[k] for k in range(len(held))])
     return float(delta[held].mean()), float(delta[~held].mean()) if (~held).any() else float("nan")
 
 
 def record_client_models(exp, st, rnd, stacked: dict, trained: list[int]) -> None:
-    """Diagnostics of the trained client models (before averaging): their test accuracy (mean, min, max) and how each
-    moved the per-class test accuracy of the global model it started from, over the classes it holds and those it
-    does not (class_shift; the start model gets its sBN statistics from the same draw as the clients)."""
+    """Diagnostics of the trained client models before averaging: their test accuracy (mean, min, max) and each one's
+    class_shift (the start model's sBN statistics from the same draw as the clients')."""
     classes, diag = range(exp.cfg.num_classes), rnd.record.diagnostics
     start = {}
     exp.diagnostic_accuracy(st.model, dict(st.model.state_dict()), per_class=start)

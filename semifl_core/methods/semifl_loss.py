@@ -1,8 +1,8 @@
-"""What a SemiFL variant builds its clients' loss on (docs/adding_a_method.md): SemiFL's client loss, Eq. (5) and
-(6) of the NeurIPS paper, in the parts a variant changes one at a time (`Parts`, `parts_loss`), the loss of a config
-before its variant (`base_loss`) and the loss SemiFL's clients train with: the variant's, with SemiFL's switches around
-it (`semifl_client_loss`). Eq. (5), (6) themselves are written out in methods/semifl.py's `client_loss`, which SemiFL
-runs; a variant or a label-skew remedy runs the same equations through here, in the same order of sums."""
+"""What a SemiFL variant builds its clients' loss on (docs/adding_a_method.md): SemiFL's client loss, Eq. (5) and (6) of
+the NeurIPS paper, in parts a variant changes one at a time (`Parts`, `parts_loss`), a config's loss before its variant
+(`base_loss`), and the loss SemiFL's clients train with: the variant's inside SemiFL's switches (`semifl_client_loss`).
+Eq. (5), (6) are written out in methods/semifl.py's `client_loss`, which SemiFL runs; a variant or a label-skew remedy
+runs the same equations through here, in the same order of sums."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
@@ -15,17 +15,17 @@ from . import skew_losses
 
 @dataclass(frozen=True, eq=False)
 class Parts:
-    """SemiFL's client loss, Eq. (5) and (6), in the parts a variant may change one at a time (dataclasses.replace):
+    """SemiFL's client loss, Eq. (5) and (6), in parts a variant may change one at a time (dataclasses.replace):
 
-    - `fix_ce`: the fix batch's cross-entropy per sample, (logits, y, b) -> (..., B) (net.sample_ce's shape), given
-      the logits after the label-skew remedy's change; None: the remedy's own CE (SemiFL's). L_fix is its mean over
-      the step's real samples (weighted as the remedy weighs them);
+    - `fix_ce`: the fix batch's per-sample cross-entropy, (logits, y, b) -> (..., B) (net.sample_ce's shape), on the
+      logits after the remedy's change; None: the remedy's own CE (SemiFL's). L_fix is its mean over the step's real
+      samples (as the remedy weighs them);
     - `mix`: L_mix, (parts, out_mix, b) -> a batch value; None: Eq. (6), lam CE(y_fix) + (1 - lam) CE(y_mix), each CE
       the remedy's;
     - `fix_weight`, `mix_weight`: L = fix_weight L_fix + mix_weight L_mix (Eq. 5 with lambda = 1: 1 and 1).
 
-    The remedy's extra terms are added whatever the parts. Two Parts with the same remedy, weights and functions (the
-    same code and values: net.loss_key) are equal, so a captured step is reused when a variant builds them anew."""
+    The remedy's extra terms are added whatever the parts. Parts with the same remedy, weights and functions
+    (net.loss_key) are equal, so a captured step is reused when a variant builds them anew."""
     remedy: skew_losses.Remedy = skew_losses.Remedy()
     fix_ce: Callable | None = None
     mix: Callable | None = None
@@ -65,8 +65,7 @@ class Parts:
         return (per_sample * w).sum(-1) / w.sum(-1).clamp_min(1)
 
     def mix_terms(self, out_mix, b) -> tuple:
-        """L_mix as the terms it sums: Eq. (6), lam CE(y_fix) and (1 - lam) CE(y_mix) on the mixed images; or the
-        variant's `mix` as one term."""
+        """L_mix as the terms it sums: Eq. (6)'s lam CE(y_fix) and (1 - lam) CE(y_mix), or the variant's `mix` alone."""
         if self.mix is not None:
             return (self.mix(self, out_mix, b),)
         return b["lam"] * self.ce(out_mix, b["y"], b), (1 - b["lam"]) * self.ce(out_mix, b["y_mix"], b)
@@ -104,16 +103,14 @@ def loss_of(parts: Parts):
 
 
 def base_loss(cfg):
-    """What a SemiFL variant builds its client loss on: Eq. (5), (6) with cfg's label-skew remedy, as a loss whose
-    `.parts` (Parts) the variant may change (loss_of(dataclasses.replace(base.parts, ...))) or which it may call and
-    add to."""
+    """Eq. (5), (6) with cfg's label-skew remedy: the loss a SemiFL variant builds on, changing its `.parts`
+    (loss_of(dataclasses.replace(base.parts, ...))) or calling it and adding to it."""
     return loss_of(Parts(skew_losses.remedy(cfg)))
 
 
 def semifl_client_loss(cfg):
-    """The loss SemiFL's clients train with for cfg: base_loss, changed by cfg's method if it is a SemiFL variant
-    (Method.client_loss), and then SemiFL's switches around whatever that loss is (frozen_head: the head keeps its
-    received weights, even under a variant's own terms), so that a variant keeps every switch by construction."""
+    """The loss SemiFL's clients train with: base_loss, changed by a SemiFL variant's Method.client_loss, inside
+    SemiFL's switches (frozen_head keeps the head's received weights even under a variant's terms)."""
     loss, variant = base_loss(cfg), cfg.method.client_loss_function()
     if variant:
         from ..errors import ConfigError

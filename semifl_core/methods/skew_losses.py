@@ -1,20 +1,17 @@
-"""The label-skew remedies of SemiFL's client step (notebooks/label_skew.ipynb), each off by default. Under Non-IID K=2 a
-client's update raises the two classes it has and lowers the eight others (local forgetting); a remedy changes what
-its local step asks of those eight. methods/semifl.py's client loss calls one hook, a `Remedy` (`remedy(cfg)` picks
-it from the config; the base class changes nothing):
+"""The label-skew remedies of SemiFL's client step (notebooks/label_skew.ipynb), each off by default. Under Non-IID K=2
+a client's update raises the two classes it has and lowers the eight others (local forgetting); a remedy changes what
+its local step asks of those eight. methods/semifl.py's client loss calls one hook, a `Remedy` (`remedy(cfg)` picks it;
+the base class changes nothing):
 
-- FedRS's restricted softmax (Li and Zhan, KDD 2021; Config.fedrs_alpha): the logits of a client's other classes
-  scaled by alpha in every CE of its loss (`FedRS`).
-- FedNTD's not-true distillation (Lee et al., NeurIPS 2022, Eq. 4; Config.ntd_beta, ntd_tau): on each fix sample,
-  the client model's softmax over the classes other than its pseudo-label pulled towards the received global model's
-  (`NotTrue`; the teacher's logits precomputed in eval mode, `teacher_logits`).
+- FedRS's restricted softmax (Li and Zhan, KDD 2021; Config.fedrs_alpha): the logits of a client's other classes scaled
+  by alpha in every CE of its loss (`FedRS`).
+- FedNTD's not-true distillation (Lee et al., NeurIPS 2022, Eq. 4; Config.ntd_beta, ntd_tau): on each fix sample, the
+  client model's softmax over the classes other than its pseudo-label pulled towards the received global model's
+  (`NotTrue`, `teacher_logits`).
 - FedVLS's vacant-class distillation term alone (Guo et al., AAAI 2025, Eq. 6; Config.vls_lambda): the same pull over
   the classes with no pseudo-label in the client's fix set (`VacantTerm`).
-- FedVLS as its released code trains (vls_variant="released"): the absent classes taken out of every CE by the prior
-  correction, LADE, and the vacant-class KL on every image of the step, teacher and student in training mode
-  (`FedVLS`).
-- A head the clients do not train (FedBABU: Oh, Kim and Yun, ICLR 2022; Config.frozen_head): the classifier keeps its
-  received weights through local training (`FrozenHead`, net.frozen).
+- FedVLS as its released code trains (vls_variant="released"): prior correction, LADE, vacant-class KL (`FedVLS`).
+- A head the clients do not train (FedBABU: Oh, Kim and Yun, ICLR 2022; Config.frozen_head): `FrozenHead`, net.frozen.
 """
 from __future__ import annotations
 
@@ -34,11 +31,10 @@ HEAD = "fc."   # the classifier's parameter names in every model of models.py
 
 @dataclass(frozen=True)
 class Remedy:
-    """How a remedy enters SemiFL's client step. `rows`: per-client vectors (C,) from its fix set's pseudo-labels, each
-    fix sample given a copy (a step's batch reads them as b[name], (B, C)); `ce`: every cross-entropy of the loss; `extra`: terms added to it;
-    `frozen`: parameter-name prefixes the clients do not train; `teacher`: the step reads b["t_logits"], the received
-    model's eval-mode logits on the fix view (`teacher_logits`). Frozen dataclasses: equal settings make equal
-    losses, so a captured step is reused from round to round (engine.loss_key)."""
+    """How a remedy enters SemiFL's client step. `rows`: per-client vectors (C,) from its fix set's pseudo-labels,
+    copied to each fix sample (a step's batch reads b[name], (B, C)); `ce`: every cross-entropy of the loss; `extra`:
+    terms added to it; `frozen`: parameter-name prefixes the clients do not train; `teacher`: the step reads
+    b["t_logits"] (`teacher_logits`). Frozen dataclasses: equal settings make equal losses (engine.loss_key)."""
     frozen = ()
     teacher = False
 
@@ -62,10 +58,8 @@ class Remedy:
 
 # ---------------------------------------------------------------------- FedRS
 def fedrs_scale(pseudo_fix: np.ndarray, num_classes: int, alpha: float) -> np.ndarray:
-    """FedRS's restricted softmax: alpha_c = 1 for a client's own classes and alpha for the others, which scale their
-    logits in its local loss, so that its update pushes the weights of classes it has no data of down less. An
-    unlabeled client knows no labels: its own classes are those of at least pseudo_labels.HELD_SHARE of its fix set
-    (the share the label-skew diagnostics read from true labels)."""
+    """FedRS's alpha_c: 1 for a client's own classes (those of at least pseudo_labels.HELD_SHARE of its fix set: it
+    knows no labels), alpha for the others, whose logits it scales so that its update pushes them down less."""
     return np.where(pseudo_labels.held_classes(pseudo_fix, num_classes), 1.0, alpha).astype(np.float32)
 
 
@@ -116,17 +110,15 @@ class NotTrue(Remedy):
 
 # ---------------------------------------------------------------------- FedVLS
 def vacant_classes(pseudo_fix: np.ndarray, num_classes: int) -> np.ndarray:
-    """FedVLS's vacant classes of a client, from what it knows (its fix set's pseudo-labels): 1.0 for a class with
-    none, else 0.0."""
+    """FedVLS's vacant classes of a client from its fix set's pseudo-labels: 1.0 for a class with none, else 0.0."""
     return (np.bincount(pseudo_fix, minlength=num_classes) == 0).astype(np.float32)
 
 
 def vacant_distillation(student: torch.Tensor, teacher: torch.Tensor, vacant: torch.Tensor, b: dict,
                         lam: float) -> torch.Tensor:
-    """FedVLS's Eq. (6) as its released code computes it: lam mean_i KL(softmax_V(z_g,i) || softmax_V(z_i)), each softmax
-    over the vacant classes V only (vacant: (B, C), 1 for a vacant class), over the step's real samples; 0 where a client
-    has no vacant class. Other classes are filled with a logit far below any real one (exp underflows to 0), which
-    keeps the shapes fixed for vmap and CUDA graphs."""
+    """FedVLS's Eq. (6) as its released code computes it: lam mean_i KL(softmax_V(z_g,i) || softmax_V(z_i)) over the
+    step's real samples, each softmax over the vacant classes V only (vacant: (B, C), 1 for vacant); 0 for a client with
+    none. The other classes get a logit far below any real one: fixed shapes for vmap and CUDA graphs."""
     keep = vacant > 0
     log_q = F.log_softmax(student.masked_fill(~keep, -1e4), dim=-1)
     log_q_g = F.log_softmax(teacher.detach().masked_fill(~keep, -1e4), dim=-1)
@@ -136,7 +128,7 @@ def vacant_distillation(student: torch.Tensor, teacher: torch.Tensor, vacant: to
 
 @dataclass(frozen=True)
 class VacantTerm(Remedy):
-    """FedVLS's vacant-class term alone, on the fix samples, with the eval-mode teacher (the label-skew study's part 2)."""
+    """The vacant-class term alone, on the fix samples, with the eval-mode teacher (the label-skew study's part 2)."""
     lam: float = 0.1
     teacher = True
 
@@ -177,11 +169,10 @@ def lade(logits: torch.Tensor, y: torch.Tensor, p: torch.Tensor, b: dict) -> tor
 
 @dataclass(frozen=True)
 class FedVLS(Remedy):
-    """FedVLS as its released client loss trains (clientvls.py): every CE reads z + log(p + 1e-9), so the absent
-    classes (p = 0) leave the softmax and nothing pushes them down, a sample labeled with an absent class leaving that
-    CE; LADE on the fix batch; lam KL over the absent classes on each batch of the step (the fix view and the mixed
-    images), the teacher the weights the round started from in training mode on the same batch (as the student: the
-    KL is 0 at a client's first step)."""
+    """FedVLS as its released client loss trains (clientvls.py): every CE reads z + log(p + 1e-9): the absent classes
+    (p = 0) leave the softmax, nothing pushes them down, and a sample labeled with one leaves the CE; LADE on the fix
+    batch; lam KL over the absent classes on each batch of the step (fix view and mixed images), the teacher being the
+    round's starting weights in training mode on the same batch (so the KL is 0 at a client's first step)."""
     lam: float = 0.1
 
     def rows(self, pseudo_fix, num_classes):
@@ -240,9 +231,8 @@ def remedy(cfg) -> Remedy:
 
 @torch.no_grad()
 def teacher_logits(exp, model, tasks) -> None:
-    """Each task's "t_logits" view: the received global model's logits (eval mode, its sBN statistics: the model that
-    made the pseudo-labels) on every step's fix view, the same strong views the client trains on. The teacher does not
-    change during local training, so one batched forward before it gives what a forward in every step would."""
+    """Each task's "t_logits" view: the received global model's eval-mode logits (the model that made the pseudo-labels)
+    on every step's fix view, in one forward before training (the teacher does not change during it)."""
     for t in tasks:
         x = t.views["x"]
         t.views["t_logits"] = predict(model, x.flatten(0, 1), exp.mean, exp.std, logits=True).unflatten(0, x.shape[:2])
