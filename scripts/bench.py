@@ -5,13 +5,10 @@
     python scripts/bench.py gpu --profile paper        # per engine.Speed variant, one round each (a CPU too)
     python scripts/bench.py [--smoke]                  # `make bench-gpu`: everything below, one table
 
-`make bench-gpu`, the GPU measurement in one process, printed as one markdown table (the four parts below).
-
-On a fresh H100 or H200 machine with the working tree it runs in under 8 minutes (a global deadline, default 440 s,
-skips the parts it cannot fit and says so in the table) and measures, from the same state and the same round for
-every variant, the engine with no speed switch (engine.Speed.baseline()), each Speed switch alone (or with the
-switches it needs), all together (bf16 included) and the default (Speed.default: every switch
-that keeps the results):
+`make bench-gpu` is the GPU measurement in one process, one markdown table. On a fresh H100 or H200 machine it runs in
+under 8 minutes (a global deadline, default 440 s, skips the parts it cannot fit and says so) and measures, from the
+same state and round for every variant, Speed.baseline() (no switch), each switch alone (or with those it needs), all
+together (bf16 included) and Speed.default (every switch that keeps the results):
 
 1. `paper` profile (WRN-28-2, N_S=250, E=5), CIFAR-10-shaped random images (the work does not depend on the pixels;
    CIFAR-10 itself is not carried), with kernel counts;                                          budget 130 s
@@ -19,38 +16,33 @@ that keeps the results):
    `paper` rounds per hour;                                                                        budget 130 s
 3. `paper` profile on real Fashion-MNIST;                                                         budget  90 s
 4. `small` profile (the CNN) on real Fashion-MNIST, with kernel counts;                           budget  45 s
-
-and prints the table last (the rows in the order 1, 3, 4, 2), with a projection of an 800-round `paper` run. Each part
-stops starting variants once its budget or the global deadline would be passed (the rows say "skipped").
+and prints the table last (rows in the order 1, 3, 4, 2) with an 800-round `paper` projection. A part starts no variant
+that would pass its budget or the global deadline (its row says "skipped").
 
 How a round is made comparable and affordable (every row says so):
-- Label ratio 1: the bench sets the threshold tau to 0, so every client sample passes and is trained on: the most
-  client work a round can have (a real run reaches a ratio of 0.7 by round 15 on Fashion-MNIST, BENCHMARKS.md). For
-  timing only: with tau 0 the accuracy means nothing.
-- Client epochs: the clients train 1 epoch in the measured round (the paper's E is 5); client training and
-  augmentation scale with the steps (the same steps repeated), the other phases do not, so the row's projected round
-  is: measured round + (client training + augmentation) x (5 - 1). The 800-round projection is 800 such rounds.
-  An upper bound: a `train` call's fixed costs (its first eager step, the warm-up steps and the CUDA graph capture,
-  about 0.8 s of a `paper` round on an H200) are paid once a round, not once an epoch; on the H200 the projection
-  put the default's E=5 client training at 8.2 s against 6.05-6.19 s measured. `scripts/gpu_step_probe.py --rounds`
-  measures whole E=5 rounds (BENCHMARKS.md, "H100 switch table").
+- Label ratio 1: the bench sets tau to 0, so every client sample passes and is trained on, the most client work a round
+  can have (a real run reaches 0.7 by round 15 on Fashion-MNIST, BENCHMARKS.md); timing only: accuracy means nothing.
+- Client epochs: the clients train 1 epoch in the measured round (the paper's E is 5); client training and augmentation
+  scale with the steps, the other phases do not, so the projected round is the measured one + (client training +
+  augmentation) x (5 - 1), and an 800-round run 800 such rounds. An upper bound: a `train` call's fixed costs (its first
+  eager step, the warm-up steps and the CUDA graph capture, about 0.8 s of a `paper` round on an H200) are paid once a
+  round, not once an epoch; on the H200 the projection put the default's E=5 client training at 8.2 s against a measured
+  6.05-6.19 s. `scripts/gpu_step_probe.py --rounds` measures whole E=5 rounds (BENCHMARKS.md, "H100 switch table").
 - K runs: the `small` runs train 1 epoch at tau 0, the client work of E=5 at a label ratio of 0.2 (not projected); the
   `paper` runs train 0.5 epochs, projected to 5 as above. Process start-up is reported apart, not counted.
 
-Data. Fashion-MNIST must be carried to the device machine: in the working tree,
+Data: Fashion-MNIST travels in .gl-data/ of the working tree (git-ignored, 30 MB; --data-root), named in the carry:
 
     mkdir -p .gl-data/FashionMNIST/raw && cp /usr/share/datasets/fashion-mnist/*.gz .gl-data/FashionMNIST/raw/
 
-(.gl-data/ is git-ignored; 30 MB), name it in the device call's carry, and the script reads it (--data-root, default
-.gl-data). Without it the script says so, skips part 3, runs part 4 on random images of its shape, and goes on.
+Without it the script says so, skips part 3, runs part 4 on random images of its shape, and goes on.
 
 The device call (the `run` tool), from the repository root:
 
     command: python3 scripts/bench.py       carry: [".gl-data"]       timeout_s: 540
 
-It prints a few progress lines on stderr, then the table; with $OUT set it also writes $OUT/bench_gpu.md (the table)
-and $OUT/bench_gpu.json (every number). `--smoke`: tiny sizes on any device (the CPU here), seconds; the test suite
-runs it.
+It prints progress lines on stderr, then the table; with $OUT set it also writes $OUT/bench_gpu.md (the table) and
+$OUT/bench_gpu.json (every number). `--smoke`: tiny sizes on any device (the CPU here), seconds; the test suite runs it.
 """
 
 from __future__ import annotations
@@ -87,13 +79,11 @@ from semifl_core.engine import Speed  # noqa: E402
 from semifl_core.models import make_model  # noqa: E402
 from semifl_core.run import Experiment, pick_device  # noqa: E402
 
-# Forward+backward passes per client sample in one local step, by loss (fixmatch's weak pass has no
-# backward and counts as 1/3).
+# Forward+backward passes per client sample in one local step, by loss (fixmatch's weak pass: no backward, 1/3).
 PASSES = {"fix-mix": 2.0, "fix": 1.0, "fixmatch": 1 + 1 / 3, "sup": 1.0}
 MODEL_PHASES = ("time_sbn", "time_pseudo_label", "time_clients", "time_server", "time_eval")
-# Dense FP32 peaks without tensor cores (FLOP/s), from NVIDIA's datasheets (H100 and H200 Tensor Core GPU: "FP32
-# 67 teraFLOPS" for the SXM boards, 51 for the H100 PCIe, 60 for the NVL boards; A100: 19.5), matched against
-# torch.cuda.get_device_name in this order (an H100 SXM calls itself "NVIDIA H100 80GB HBM3").
+# Dense FP32 peaks without tensor cores (FLOP/s), from NVIDIA's datasheets ("FP32 67 teraFLOPS" for the H100/H200 SXM),
+# matched against torch.cuda.get_device_name in this order (an H100 SXM calls itself "NVIDIA H100 80GB HBM3").
 FP32_PEAK = {"H100 PCIe": 51.2e12, "H100 NVL": 60e12, "H100": 67e12, "H200 NVL": 60e12, "H200": 67e12,
              "A100": 19.5e12}
 
@@ -209,9 +199,8 @@ def bench(cfg, rounds: int = 2, device="auto", data_root=None, synthetic_shape: 
 
 
 def inference_bench(cfg, data: Dataset, batch_sizes=(64, 250, 1000), repeats: int = 3, device="cpu") -> pd.DataFrame:
-    """Test-set images per second of the global model's evaluation (eval mode, sBN statistics of the server's data),
-    unfolded and with static BN folded into the convs (models.folded), per batch size; best of `repeats`. Also the
-    largest difference of the two's probabilities and whether their argmax agrees on every image."""
+    """Test-set images/s of the global model's evaluation (eval mode, sBN statistics of the server's data), unfolded and
+    folded (models.folded), per batch size, best of `repeats`; prints how far their outputs differ."""
     from semifl_core.models import folded, predict
     dev = pick_device(device)
     exp = Experiment(cfg, data, dev)
@@ -229,9 +218,7 @@ def inference_bench(cfg, data: Dataset, batch_sizes=(64, 250, 1000), repeats: in
 
 
 # ====================================================================== where a step's time goes
-# `scripts/bench.py gpu` and `make bench-gpu`: per engine and per engine.Speed variant, from the same
-# state and the same round, an untimed warm round (every phase once; client training cut to a few steps, so that
-# CUDA graphs are captured and kernels chosen) in which two short client trainings are profiled, then the timed round.
+# `scripts/bench.py gpu` and `make bench-gpu`: per engine and Speed variant a warm and a timed round (measure_round)
 LAUNCH_APIS = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cuLaunchKernel", "cuLaunchKernelEx", "cudaGraphLaunch",
                "cudaLaunchCooperativeKernel")
 HOST_READS = ("item", "cpu", "tolist", "numpy")   # on a CPU: the calls at which a GPU would make the host wait
@@ -244,10 +231,9 @@ MEASURED_ON_GPU_ONLY = ("compile",)
 
 
 def speed_variants(device) -> list[tuple[str, object]]:
-    """(name, engine.Speed) pairs to compare, in this order: no switch (Speed.baseline()); Speed.default(device) where
-    it differs from the next; every switch this device runs together ("all"; on a CPU without compile,
-    MEASURED_ON_GPU_ONLY); each switch alone ("+cuda_graphs"), or with the fewest other switches it needs. A switch
-    the device cannot run (Speed.check) stays in the list alone, so that its row says why."""
+    """(name, engine.Speed) pairs, in this order: the baseline; Speed.default(device) where it differs from the next;
+    all switches this device runs ("all"; a CPU: not MEASURED_ON_GPU_ONLY); each switch alone ("+cuda_graphs") or with
+    the fewest others it needs. One the device cannot run (Speed.check) stays, its row saying why."""
     def runs(speed) -> bool:
         try:
             speed.check(device)
@@ -287,13 +273,12 @@ def _cut(tasks, steps: int, through_partial: bool = False) -> list:
 
 @contextmanager
 def short_client_training(exp, device, counts: dict | None = None, steps=(2, 6), through_partial: bool = False):
-    """For rounds of exp inside the block: client training runs only the first steps[1] steps of each task (an
-    untimed warm round); through_partial: the last of them each task's first partial step, if it has one (so the
-    padded step of masked_steps is captured and compiled in the warm round, not inside a timed one). With `counts`, a second unprofiled training (a compiled step recompiles on its second call,
-    when the learning rate turns dynamic: that tracing stays outside the counted window), then two more of steps[0]
-    and steps[1] steps profiled; counts gets the ops per client step between them (op_counts; with fewer steps than
-    steps[0], the ops of the whole short training over its client steps). Counts that come out negative (something
-    still traced or warmed inside the window) are dropped with a note, never reported."""
+    """For rounds of exp in the block: client training runs only each task's first steps[1] steps (an untimed warm
+    round); through_partial: the last of them its first partial step, if any, so masked_steps' padded step is captured
+    and compiled there, not in a timed round. With `counts`, one more unprofiled training (a compiled step recompiles on
+    its second call, when the learning rate turns dynamic: outside the counted window), then two profiled ones of
+    steps[0] and steps[1] steps: counts gets the ops per client step between them (op_counts; fewer steps than steps[0]:
+    the whole short training's). Negative counts (tracing or warming in the window) are dropped with a note."""
     train = exp.engine.train
 
     def short(model, tasks, loss_fn, lr, states, *args, **kwargs):
@@ -324,9 +309,8 @@ def short_client_training(exp, device, counts: dict | None = None, steps=(2, 6),
 
 
 def op_counts(fn, device) -> dict:
-    """Run fn under torch.profiler. CUDA: {"launches": host calls that launch work on the GPU (LAUNCH_APIS: a
-    replayed CUDA graph is one), "kernels": kernels the GPU ran}; CPU: {"aten_ops": aten ops without an aten op
-    inside (the CPU's kernels)}."""
+    """Run fn under torch.profiler. CUDA: {"launches": host calls that launch GPU work (LAUNCH_APIS: a replayed CUDA
+    graph is one), "kernels": kernels the GPU ran}; CPU: {"aten_ops": aten ops without an aten op inside}."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
     cuda = device.type == "cuda"
@@ -347,10 +331,9 @@ def op_counts(fn, device) -> dict:
 
 @contextmanager
 def host_syncs(device):
-    """Counts (in the yielded list's one element, set when the block ends) the block's host-device synchronisations:
-    on CUDA those that torch's sync debug mode reports (.item(), .cpu(), nonzero, ...; a timed phase's explicit
-    torch.cuda.synchronize is not one of them); on a CPU, where nothing waits, the calls at which a GPU would make the
-    host wait (Tensor.item/cpu/tolist/numpy)."""
+    """Counts the block's host-device syncs in the yielded list's one element (set at the end): on CUDA those torch's
+    sync debug mode reports (.item(), .cpu(), nonzero, ...; not an explicit torch.cuda.synchronize); on a CPU, where
+    nothing waits, the calls at which a GPU would make the host wait (HOST_READS)."""
     count = [0]
     if device.type == "cuda":
         before = torch.cuda.get_sync_debug_mode()
@@ -389,9 +372,8 @@ def _sync(device):
 
 def measure_round(exp, start, r: int, flops: float, peak: float, scale: float = 1.0, count: bool = True) -> dict:
     """From a copy of state `start`: an untimed warm round r (short_client_training, profiled if `count`), then round r
-    timed from another copy. Returns the row: wall time, each phase's time, client images/s and FLOP/s, the fraction
-    of `peak`, ops per client step, host syncs, GPU peak memory, and the round projected to `scale` times the client
-    epochs (client training and augmentation scale with the steps; the other phases do not)."""
+    timed from another copy. Returns the row: wall and phase times, client images/s and FLOP/s, the fraction of `peak`,
+    ops per client step, host syncs, GPU peak memory, the round projected to `scale` times the client epochs."""
     device, counts = exp.device, {}
     with short_client_training(exp, device, counts if count else None):
         exp.round(copy.deepcopy(start), r)
@@ -426,13 +408,11 @@ def gpu_profile(cfg, device="auto", data_root=None, *, synthetic: bool = False, 
                 engines=("sequential", "vectorized"), variants=None, threshold: float | None = 0.0,
                 client_epochs: float | None = None, warmup: int = 0, count: bool = True, deadline: float | None = None,
                 part: str = "", data=None, source: str = "") -> list[dict]:
-    """Where a step's time goes: for each engine and each engine.Speed variant (speed_variants, or `variants`: names to
-    keep), one round of cfg measured by measure_round from the same state. `threshold` 0 (the default) makes every
-    client sample pass (label ratio 1: a round's most client work), for timing only; None keeps cfg's.
-    `client_epochs`: train the clients that many epochs instead of cfg's E (rows project the round to cfg's E).
-    `deadline` (time.monotonic()): a variant that would end after it, judged by the last one's time, is skipped with a
-    note; a variant that fails is a row with the error as its note. `data`, `source`: a Dataset on the device
-    already, and where it came from. Returns one dict per (engine, variant)."""
+    """Where a step's time goes: per engine and engine.Speed variant (speed_variants, or the names in `variants`), one
+    round of cfg by measure_round from the same state. `threshold` 0 (the default): label ratio 1 (module docstring);
+    None keeps cfg's. `client_epochs`: the clients' E instead of cfg's (rows project to cfg's E). `deadline`: a variant
+    that would end after this time.monotonic() (judged by the last one's time) is skipped with a note; a failing one is
+    a row with the error as its note. `data`, `source`: a Dataset already on the device and its origin."""
     device = pick_device(device)
     bench_cfg = cfg.replace(**({} if threshold is None else {"threshold": threshold}),
                             **({} if client_epochs is None else {"local_epochs": client_epochs}))
@@ -493,8 +473,7 @@ def gpu_profile(cfg, device="auto", data_root=None, *, synthetic: bool = False, 
 # ---------------------------------------------------------------------- several runs on one GPU
 def _grid_worker(index: int, device: str, specs: dict, commands, results) -> None:
     """One of grid_throughput's processes (one run each, as run_all's workers): builds and warms each spec's run once
-    (start-up, reported apart), then for each command (spec name, rounds) trains that many rounds of a fresh run
-    (seed = index) and reports (start, end, per-round metrics, peak GPU memory)."""
+    (start-up, reported apart), then per command (spec name, rounds) trains a fresh run (seed: index) and reports it."""
     try:
         torch.set_num_threads(1)   # as run_all's workers
         dev, t0, exps = pick_device(device), time.time(), {}
@@ -521,15 +500,13 @@ def _grid_worker(index: int, device: str, specs: dict, commands, results) -> Non
 
 
 def grid_throughput(specs: dict, ks=(1, 2, 4, 8), device="auto", deadline: float | None = None) -> list[dict]:
-    """Item 6's measurement: K runs at once on one device, each in its own process (as run_all with runs_per_gpu=K),
-    for K in ks. specs: name -> {"cfg": Config, "rounds": timed rounds a run, "scale": client epochs factor as in
-    measure_round, "label": the part's name, "synthetic"/"data_root": its data, "speed": engine.Speed or None,
-    "speed_name"}. Processes start as the first spec's K needs them, and each builds and warms every spec once
-    (start-up, reported apart); then per spec and K, K of them train a fresh run each for `rounds` rounds at the same
-    time. A row per (spec, K): a run's mean round time, and projected as in measure_round; the K runs' rounds per hour
-    together and whole runs per hour (cfg.rounds a run); the ratio to K=1; the processes' largest GPU peak beside
-    workers.run_memory's estimate. `deadline` (time.monotonic()): a K whose turn would end after it (judged by the
-    last K's time, doubled) is skipped with a note."""
+    """K runs at once on one device, each in its own process (as run_all with runs_per_gpu=K), for K in ks. specs: name
+    -> {"cfg", "rounds" (timed rounds a run), "scale" (as in measure_round), "label", "synthetic"/"data_root", "speed"
+    (engine.Speed or None), "speed_name"}. Processes start as the first spec's K needs them, each building and warming
+    every spec once (start-up, reported apart); then per spec and K, K of them train a fresh run each for `rounds`
+    rounds at once. A row per (spec, K): a run's mean round time, measured and projected; the K runs' rounds and whole
+    runs per hour together; the ratio to K=1; the largest GPU peak beside workers.run_memory's estimate. `deadline`: as
+    gpu_profile's, judged by the last K's time doubled."""
     import multiprocessing as mp
     from queue import Empty
 

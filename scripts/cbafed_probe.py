@@ -1,20 +1,17 @@
 """Why CBAFed's Table 1 rows end where they do on Fashion-MNIST: a probe of the first federated rounds.
 
-Trains one row of notebooks/cbafed_table1 (`small` variant: 20 warm-up rounds, then federated ones) for its warm-up
-and `--federated` federated rounds, and after every federated round evaluates, on the test set, each model the server
-averages and the average itself, each twice: with the BatchNorm running statistics it arrived with, and with them
-recomputed on the labeled client's clean images (train-mode forwards, a cumulative average, no weights changed).
-It answers two questions with one table a round:
+Trains one row of notebooks/cbafed_table1 (`small` variant) for its 20 warm-up rounds and `--federated` federated
+rounds; after each federated round it tests every model the server averages and the average, twice: with the BN running
+statistics they arrived with, and recomputed on the labeled client's clean images (clean_bn), to answer:
 - the upper bound (`--row upper`): does averaging the labeled client's model with the nine Dirichlet-skewed clients'
   one-epoch models cost accuracy against the labeled client's own model (the lower bound's global model)?
-- FedAvg + FixMatch (`--row fixmatch`): is its fall to 26 % in the weights, or in the BN statistics the clients
-  gathered on their strongly augmented views?
+- FedAvg + FixMatch (`--row fixmatch`): is its fall to 26 % in the weights, or in the BN statistics the clients gathered
+  on their strongly augmented views?
 
     python scripts/cbafed_probe.py --row fixmatch --seed 0 --federated 5 \
         --out notebooks/probes/cbafed_probe_fixmatch_seed0.csv
 
-One process, one thread is enough (a 5-round probe takes about 4 minutes on our 2-core VM). Not part of any run's
-results: it trains its own copy and writes one CSV.
+One process, one thread: a 5-round probe takes about 4 minutes on our 2-core VM. Writes one CSV, in no run's results.
 """
 from __future__ import annotations
 

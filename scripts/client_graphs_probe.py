@@ -1,25 +1,20 @@
 """Every client its own CUDA graph on its own stream: the probe, and the numbers its rule reads (BENCHMARKS.md). The
-engine's client_streams switch that tried this in whole rounds left the package on 2026-12-01 (its code is in git
-history); this probe keeps the question whether the step alone would pay: a row per mode and client count, written
-as it is measured.
+engine's client_streams switch, which tried this in whole rounds, left the package on 2026-12-01 (code in git history);
+the probe asks whether the step alone would pay: a row per mode and client count, written as measured.
 
-n clients, each an ordinary network (a copy of the `paper` profile's WRN-28-2: no grouped convolution, no vmap) with
-its own weights, momentum and inputs. One client step is SemiFL's client step in one forward: the fix and the mix
-batch (b images each) through the network together, a cross-entropy on each half, backward, gradient clipping, SGD
-with momentum on the client's flat parameter list. Each client's full step is captured once as a CUDA graph, and so is
-its partial last batch (r < b images: its own small graph, no padding, no mask). A step of all clients replays each
-client's graph on its own CUDA stream, so that the GPU runs them side by side.
+n clients, each an ordinary network (the `paper` profile's WRN-28-2: no grouped convolution, no vmap) with its own
+weights, momentum and inputs; a client step is SemiFL's in one forward (client_step; fix and mix batch of b images
+each). Each client's full step and its partial last batch (r < b images: a small graph of its own, no padding, no mask)
+are captured once as CUDA graphs; a step of all clients replays each on its own CUDA stream, side by side.
 
-Against it, on the same data: the vmap step (vmap(grad) over the stacked clients, every convolution a grouped one, and
-the same SGD on the stacked weights), captured as one graph: what the vectorized engine's full step computes.
+Against it, on the same data: vmap_step (every convolution a grouped one) as one graph, what the vectorized engine's
+full step computes. Timed per mode, fp32 (TF32 convolutions, NCHW: the default) and bf16 (autocast, channels_last;
+per-client graphs only), at 10 clients (one run's round) and 40 (four runs' rounds, as one process): the median over
+replays (CUDA events), and a round's client phase from each client's own step count (full steps, then its partial one).
 
-Timed per mode, fp32 (TF32 convolutions, NCHW: the default) and bf16 (autocast, channels_last; the per-client graphs
-only: vmap(grad) fails under autocast), at 10 clients (one run's round) and 40 (four runs' rounds, as one process): the median over replays (CUDA events), and a round's client
-phase from each client's own step count (full steps, then its partial one).
-
-Device call, from the repository root: `python3 scripts/client_graphs_probe.py` (under 3 minutes on an H200; $OUT set:
-its table goes there too). `--smoke`: tiny sizes on the CPU (streams and graphs are no-ops there): checks that the
-per-client step and the vmap step give the same weights after a step, to the float bound of tests/float_bound.py.
+On a GPU, from the repository root: `python3 scripts/client_graphs_probe.py` (under 3 minutes on an H200; the table also
+to $OUT if set). `--smoke`: tiny sizes on the CPU (streams and graphs no-ops there): per-client and vmap steps agree
+(tests/float_bound.py).
 """
 from __future__ import annotations
 

@@ -2,14 +2,12 @@
 from them: the prepared device call's `tau0` part (scripts/gpu_checks.sh).
 
     --rounds   whole `paper` rounds at the profile's E=5, tau 0 (label ratio 1), per Speed variant (--variants);
-               with --barrier DIR --parties N it waits, after its warm-up, until N processes have reached that
-               point (runs sharing a GPU start their timed rounds together)
+               with --barrier DIR --parties N, processes sharing a GPU start their timed rounds together
     --choose   the rules (RULE, PHASE_RULE below) applied to a --rounds log and each switch's CUDA test log
 
-Device call, from the repository root: `python3 scripts/gpu_step_probe.py --rounds` (under 2 minutes on an H200);
-with $OUT set it writes rounds.json and rounds.md there. `--smoke`: tiny sizes on the CPU, the same code paths
-without CUDA. Its earlier modes (the client step computed four ways, the engine's breakdown, torch.compile of the
-step alone) answered their questions on an H200 on 2026-11-27 (BENCHMARKS.md) and are in git history.
+Device call, from the repository root: `python3 scripts/gpu_step_probe.py --rounds` (under 2 minutes on an H200); with
+$OUT set it writes rounds.json and rounds.md there. `--smoke`: tiny sizes on the CPU, the same code paths without CUDA.
+Its earlier modes answered their questions on an H200 on 2026-11-27 (BENCHMARKS.md) and are in git history.
 """
 from __future__ import annotations
 
@@ -79,8 +77,7 @@ def captured_steps():
 
 
 def speed_variant(name: str, dev):
-    """A --variants name as an engine.Speed: baseline, default, or the default with switches turned on, each after a
-    `+` (default+compile+masked_steps, or +compile for short). An unknown name or switch: one line naming it."""
+    """A --variants name as an engine.Speed: baseline, default, or default+SWITCH+... (+SWITCH+... for short)."""
     import dataclasses
 
     from semifl_core.engine import Speed
@@ -97,9 +94,8 @@ def speed_variant(name: str, dev):
 
 
 def fresh_state(start, model):
-    """A copy of state `start` that trains the given model object (its weights set to start's): every timed round of
-    a variant trains the same object, so the steps its engine captured (and compiled) in the warm-up are reused, as in
-    a run (the engine keeps them per model object; a deep copy per round would capture and compile them again)."""
+    """A copy of state `start` training the given model object (weights set to start's): the engine keeps captured (and
+    compiled) steps per model object, so every timed round reuses the warm-up's, as in a run."""
     import copy
 
     from semifl_core.models import load_weights
@@ -112,8 +108,7 @@ def fresh_state(start, model):
 
 
 def file_barrier(folder: str, parties: int, timeout: float) -> dict:
-    """Waits until `parties` processes have each written their file in `folder` (this one's included), polling every
-    50 ms, or until `timeout` seconds have passed: what a timed row records about it."""
+    """Waits until `parties` processes each put a file in `folder`, at most `timeout` s; returns what rows record."""
     path = Path(folder)
     path.mkdir(parents=True, exist_ok=True)
     (path / f"ready.{os.getpid()}").touch()
@@ -127,18 +122,15 @@ def file_barrier(folder: str, parties: int, timeout: float) -> dict:
 
 def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "default"),
                   repeats: int = 2, barrier=None) -> list[dict]:
-    """Whole rounds at the profile's own E (tau 0: label ratio 1, every client sample trained on), from the same state,
-    for each engine.Speed variant: wall time and phases of each timed round, and the replay time of the vectorized
-    engine's captured step. No projection from fewer epochs: an 800-round run is 800 such rounds.
+    """Whole rounds at the profile's own E (tau 0: label ratio 1), from the same state, for each engine.Speed variant:
+    wall time and phases of each timed round, and the replay time of the vectorized engine's captured step. No
+    projection from fewer epochs: an 800-round run is 800 such rounds.
 
     Warm-up, untimed: short rounds (six steps a client, the sixth its first partial batch, so the padded step is
-    captured and compiled there too), twice for a compiled variant (it recompiles on its second call); every round of
-    a variant trains the same model object (fresh_state), so nothing is captured or compiled inside a timed round. A
-    compiled variant still gets a third timed round, and the median of a variant's rounds is reported.
-
-    barrier: None, or a function called once, after the first variant's warm-up and before its first timed round,
-    whose dict goes into every row (file_barrier: processes sharing a GPU start timing together). Each row holds the
-    wall clock (time.time()) of its round's start and end, so that such processes' overlap can be checked."""
+    captured and compiled too), twice when compiled (it recompiles on its second call); with fresh_state nothing is
+    captured or compiled in a timed round. A compiled variant gets a third timed round; the median is reported.
+    barrier: None, or a function called once after the first variant's warm-up, its dict in every row (file_barrier);
+    each row holds its round's wall-clock start and end (time.time()), to check such processes' overlap."""
     import copy
 
     import bench
@@ -192,17 +184,15 @@ def round_compare(log, dev="cuda", name: str = "paper", variants=("baseline", "d
 # ---------------------------------------------------------------------- the written rules (--choose)
 # The rules of BENCHMARKS.md, applied to a rounds probe's rows, fixed before the rows exist: compile (torch.compile of
 # the vectorized step) becomes part of the default when its own CUDA tests passed and its whole tau-0 `paper` rounds
-# (median) take at most 0.90 of the default's; wide_passes joins when its median evaluation phase (time_sbn +
-# time_eval) takes at most 0.80 of the default's and its median round no more than the default's (its float path is
-# tested on the CPU; no CUDA tests of its own). masked_steps was decided on an H200 on 2026-11-28 and is part of the
-# default since. Prints the variant (`default`, `default+compile`, ...) on stdout and the reasoning on stderr.
-#
+# (median) take at most 0.90 of the default's; wide_passes joins when its median evaluation phase (time_sbn + time_eval)
+# takes at most 0.80 of the default's and its median round no more than the default's (its float path is tested on the
+# CPU; no CUDA tests of its own). masked_steps was decided on an H200 on 2026-11-28 and is part of the default since.
+# Prints the variant (`default`, `default+compile`, ...) on stdout and the reasoning on stderr:
 #     python3 scripts/gpu_step_probe.py --choose ROUNDS_LOG compile=TESTS_LOG
 # ROUNDS_LOG holds `ROW {json}` lines from `gpu_step_probe.py --rounds`; each TESTS_LOG the pytest output of that
 # switch's CUDA tests (a log with no pytest summary line, or with a FAILED or ERROR line, counts as failed).
-# the most a switch's median round may take, as a share of the default's
-RULE = {"compile": 0.90}
-# the most a switch's median phase may take, as a share of the default's (its round: at most the default's)
+RULE = {"compile": 0.90}   # the most a switch's median round may take, as a share of the default's
+# the phases, and the most their median may take as a share of the default's (the round: at most the default's)
 PHASE_RULE = {"wide_passes": (("time_sbn", "time_eval"), 0.80)}
 
 

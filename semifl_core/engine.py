@@ -1,33 +1,25 @@
 """Local training of several models (the active clients of a round, or the server) from the same start, on a loss
 function it is given. The engine knows no method: a method builds the tasks (tasks.make_tasks) and the loss.
 
-A loss function is `loss_fn(f, inputs) -> (loss, aux)`: f is the network being trained (a `Net`: f(x) its logits on a
-normalised image batch, f.parts(x1, x2) two batches in one forward, f.params the weights being trained, f.start the
-weights the round started from, f.at(w, x) the logits at other weights, f.state and f.client the trained client's
-state and id), inputs is one step of a Task with its uint8 images normalised, aux a 1-D tensor of counts the method
-wants summed over the steps (may be empty). A loss may leave parameters untrained (`frozen`). The loss interface is
-net.py's; the SGD, flat buffers and CUDA graphs sgd.py's. `train` returns the trained weights stacked along a leading
-model dimension, each model's SGD momentum, and per model the sums over its steps of [loss, *aux]. Given `ids` and
-`given` (per model: its client id and the tensors its loss reads as f.state, constant through its training), every
-engine hands each model its own. Both engines consume the same tasks, so they train on identical inputs:
+A loss function is `loss_fn(f, inputs) -> (loss, aux)` (net.py): f the network being trained (a `Net`), inputs one step
+of a Task with its uint8 images normalised, aux a 1-D tensor of counts the method wants summed over the steps (may be
+empty). `train` returns the trained weights stacked along a leading model dimension, each model's SGD momentum, and per
+model the sums over its steps of [loss, *aux]. Both engines consume the same tasks, so they train on the same inputs:
 
-- `sequential`: one model after another: the readable reference. Its update is torch.optim.SGD's after
-  clip_grad_norm_, written with torch._foreach_* ops (`sgd_`, bit-identical to them: tests/test_speed.py).
-- `vectorized`: every client at once; parameters stacked along a leading client dimension, one
-  vmap(grad) forward/backward for all clients whose step is a full batch, and the same SGD (momentum,
-  weight decay, Nesterov, per-client gradient-norm clipping) written out on the stacked tensors. A client
-  whose step is a last partial batch gets its gradient from its own un-padded batch, and a client that has
-  run out of steps is masked (not updated), so the result equals the sequential engine's up to float
-  rounding (batched kernels sum in another order: about 4e-7 relative after a round's client training).
-  Training amplifies such differences over rounds, so whole runs of the two engines end within seed noise
-  of each other, not bit-identical (measured in BENCHMARKS.md). The clients' parameters and momentum live in two
-  flat buffers (`FlatModels`), so one elementwise kernel updates every tensor of every client.
-  With Speed.masked_steps a partial batch is instead padded to the full batch with a mask of its real samples
-  (b["valid"]), which static BN (models.valid_samples) and every graph_safe loss honour: every step then has one
-  shape, so a CUDA graph takes it too.
+- `sequential`: one model after another: the readable reference. Its update is torch.optim.SGD's after clip_grad_norm_,
+  written with torch._foreach_* ops (`sgd_`, bit-identical to them: tests/test_speed.py).
+- `vectorized`: every client at once: one vmap(grad) forward/backward for all clients whose step is a full batch, and
+  the same SGD on parameters and momentum stacked in two flat buffers (`FlatModels`, sgd.py). A client whose step is a
+  last partial batch gets its gradient from its own un-padded batch, one out of steps is masked (not updated), so the
+  result equals the sequential engine's up to float rounding (batched kernels sum in another order: about 4e-7 relative
+  after a round's client training); whole runs (which amplify that) end within seed noise of each other, not
+  bit-identical (BENCHMARKS.md). With Speed.masked_steps a partial batch is instead padded to the full batch with a mask
+  of its real samples (b["valid"]), which static BN (models.valid_samples) and every graph_safe loss honour: every step
+  then has one shape, so a CUDA graph takes it too.
 
-`Speed` chooses how they run, never what they compute: see its docstring. Both engines keep a step's statistics and
-losses on the device and read them once per call (no host synchronisation inside a step loop).
+`Speed` chooses how they run, never what they compute. Both engines keep a step's statistics and losses on the device
+and read them once per call (no host synchronisation inside a step loop): once the switches sync_free and flat_sgd,
+always on since they met their rules (BENCHMARKS.md).
 """
 from __future__ import annotations
 
@@ -50,37 +42,26 @@ from .tasks import Task
 class Speed:
     """How the engines and the experiment run, not what they compute (never in the run key). Every switch but bf16
     keeps the results to float rounding. All False: no optional switch (`baseline`); `default(device)`: what runs.
-    The step loops never synchronise with the host, and one optimizer kernel set updates every tensor of a step: the
-    switches sync_free and flat_sgd of earlier versions, now how the engines always run (bit-identical on a CPU to
-    the code before them; BENCHMARKS.md keeps their GPU numbers).
 
-    cuda_graphs  the fixed-shape steps captured once per run as a CUDA graph and replayed in every round: the
-                 vectorized engine's step where every client still training has a full batch (one graph per client
-                 count), the sequential engine's (and the server's) full-batch step; partial batches stay eager. Only
-                 for losses marked `graph_safe`. Equal to eager up to float rounding (CUDA only)
+    cuda_graphs  fixed-shape steps as CUDA graphs, captured once per run: the vectorized engine's step where every
+                 client still training has a full batch (one graph per client count), the sequential engine's (and
+                 the server's) full-batch step; partial batches stay eager. graph_safe losses only; CUDA only
     sbn_one_pass sBN statistics of many groups of 250 images per forward (each group normalised by its own
-                 statistics) instead of one forward per group; equal up to float rounding, so on by default on CUDA only
-    bf16         the forward/backward in bfloat16 autocast (fp32 master weights, gradients and loss). CHANGES
-                 results: a run sets it from Config.precision="bf16" (in the run key); run.run refuses it as a
-                 Speed. On a CPU too (slowly), on CUDA where the GPU supports bfloat16
-    masked_steps the vectorized engine's steps where a client has a partial batch run as full ones, padded, with a
-                 mask of the real samples that static BN and graph_safe losses honour (equal up to float rounding),
-                 in a second CUDA graph, so graphs take every step but the first, not only those where all clients
-                 have full batches. Models with plain BN (norm=bn) and losses not graph_safe keep their eager partial
-                 steps. On by default on CUDA (measured on an H200: BENCHMARKS.md, "GPU switch rules")
+                 statistics) instead of one forward per group; on by default on CUDA only
+    bf16         forward/backward in bfloat16 autocast (fp32 master weights, gradients, loss). CHANGES results: set
+                 by Config.precision="bf16" (in the run key), refused by run.run as a Speed. CPU (slowly) or bf16 GPUs
+    masked_steps the vectorized engine's partial-batch steps padded to full ones with a mask (module docstring), in a
+                 second CUDA graph: graphs take every step but the first. Plain BN (norm=bn) and losses not graph_safe
+                 stay eager. On by default on CUDA (measured on an H200: BENCHMARKS.md, "GPU switch rules")
     one_forward  Net.parts: several batches of one size (SemiFL's fix and mix batches) in one forward whose static BN
-                 takes each batch's statistics apart (models.batch_parts), instead of one forward each: what the
-                 authors' two calls compute, equal up to float rounding, in half the kernels. Static BN and GroupNorm
-                 only (plain BN keeps two forwards). On by default (measured on the CPU: BENCHMARKS.md, "CPU switch
-                 rules")
-    wide_passes  the sBN statistics and the evaluation in forwards of sbn.WIDE_IMAGES images (the sBN groups of 250
-                 normalised apart, as sbn_one_pass), channels_last, on inference copies of the model: fewer, wider
-                 passes where a GPU's memory holds them. Equal up to float rounding. Off by default: its rule is
-                 written in BENCHMARKS.md ("GPU switch rules"), not yet measured on a GPU
+                 takes each batch's statistics apart (models.batch_parts), what the authors' two calls compute in half
+                 the kernels; static BN and GroupNorm only. On by default (measured: BENCHMARKS.md, "CPU switch rules")
+    wide_passes  sBN statistics and evaluation in forwards of sbn.WIDE_IMAGES images (the sBN groups of 250 normalised
+                 apart), channels_last, on inference copies of the model: fewer, wider passes where GPU memory holds
+                 them. Off by default: its rule is in BENCHMARKS.md ("GPU switch rules"), not yet measured on a GPU
     compile      torch.compile (inductor) of the vectorized engine's full-batch step (graph_safe losses), inside its
-                 CUDA graph when cuda_graphs is on. Equal up to float rounding. Off by default: it
-                 met the written rule on its own on an H200, but not yet run on a GPU together with masked_steps (the
-                 default it would join), and it costs about a minute a compile per run (BENCHMARKS.md)
+                 CUDA graph with cuda_graphs. Off by default: it met the written rule on its own on an H200, but has
+                 not run on a GPU with masked_steps (the default it would join); a compile costs about a minute a run
     """
     cuda_graphs: bool = False
     sbn_one_pass: bool = False
@@ -128,9 +109,8 @@ def _one_forward(model, speed) -> bool:
 
 def module_net(model, speed: Speed | None = None, start: dict | None = None, state: dict | None = None,
                client: torch.Tensor | None = None) -> Net:
-    """A Net over an nn.Module (the sequential engine's, and a test's way to call a loss): its parameters are the
-    weights being trained; start: the round's start weights (default: a copy of the current ones); state, client:
-    f.state and f.client (default: none, and client 0)."""
+    """A Net training an nn.Module's parameters (the sequential engine's, and a test's way to call a loss); start: the
+    round's start weights (default: a copy of the current ones); state, client: f.state, f.client (default: none, 0)."""
     speed = speed or Speed.default("cpu")
     start = start if start is not None else {k: v.detach().clone() for k, v in model.named_parameters()}
     buffers = dict(model.named_buffers())
@@ -180,8 +160,7 @@ class SequentialEngine:
         self._kept = {}
 
     def _trainer(self, model, loss_fn, lr: float, speed):
-        """The step's trainer; one whose full-batch step is a CUDA graph is kept for the next calls (capture once per
-        run: the model's weights and momentum are reloaded in place, the learning rate is a device tensor)."""
+        """The step's trainer; one whose full-batch step is a CUDA graph is kept for next calls (as _ClientSteps)."""
         if not (speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
             return _ForeachTrainer(self.cfg, model, loss_fn, lr, speed)
         key = (id(model), loss_key(loss_fn))
@@ -224,8 +203,7 @@ class SequentialEngine:
         return _stacked(results), new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
 
 class _SequentialTrainer:
-    """The sequential engine's trainer's setup: the Net its loss gets (start weights in static memory),
-    and which parameters the loss trains (`frozen`)."""
+    """The sequential trainers' setup: the Net its loss gets (start weights in static memory), the trained params."""
 
     def __init__(self, cfg, model, loss_fn, speed):
         self.cfg, self.model, self.loss_fn = cfg, model, loss_fn
@@ -255,10 +233,8 @@ class _SequentialTrainer:
 
 
 class _ForeachTrainer(_SequentialTrainer):
-    """The sequential engine's steps as one function: gradients by torch.autograd.grad, then
-    clip_grads_ and sgd_ on the model's parameters and momentum buffers in place; with Speed.cuda_graphs (and a
-    graph_safe loss) the full-batch step is captured once and replayed for every task of every `train` call of the
-    run (SequentialEngine._trainer keeps it; lr_on_device: the learning rate a device tensor the graph reads)."""
+    """The sequential engine's step: torch.autograd.grad, then clip_grads_ and sgd_ in place. With Speed.cuda_graphs and
+    a graph_safe loss the full-batch step is captured once per run (lr_on_device: the graph reads lr on device)."""
 
     def __init__(self, cfg, model, loss_fn, lr, speed, lr_on_device: bool = False):
         super().__init__(cfg, model, loss_fn, speed)
@@ -338,11 +314,9 @@ class VectorizedEngine:
 
 
 class _ClientSteps:
-    """The vectorized engine's steps for n clients of one model and loss, and what they read and write: the clients'
-    parameters and momentum (FlatModels), the normalisation constants, per-client stats, and the
-    fixed-shape step (`full_step`: CUDA graphs, compile, masked steps). Built for one train call or, with fixed-shape
-    steps, kept by the engine for the next calls: a captured graph reads and writes the same memory in every round
-    (weights and momentum reloaded in place, the learning rate a device tensor), so it is captured once per run."""
+    """The vectorized engine's steps for n clients of one model and loss, with their parameters and momentum
+    (FlatModels) and stats. With fixed-shape steps the engine keeps it: its graphs read and write the same memory every
+    round (weights, momentum reloaded in place, lr a device tensor), so are captured once per run."""
 
     def __init__(self, cfg, model, loss_fn, n, dev, speed, masked, fixed, mean, std, start, states, lr, ids, given):
         self.cfg, self.n, self.dev, self.speed, self.masked = cfg, n, dev, speed, masked
@@ -368,14 +342,13 @@ class _ClientSteps:
 
         self.grad_all = vmap(grad(step_loss, has_aux=True))
         self.grad_one = grad(step_loss, has_aux=True)
-        self.one_reduction = dev.type != "cpu"   # clip norms: the CPU keeps the reference's order of sums (bit-identical)
+        self.one_reduction = dev.type != "cpu"   # clip norms: the CPU keeps the reference's sum order
         self.stats = None
         self.flat = FlatModels(start, states, cfg, lr, lr_on_device=fixed and speed.cuda_graphs,
                                frozen=self.frozen)
         self.params = self.flat.params
-        # The fixed-shape steps: one for the steps where every client still training has a full batch, one (masked
-        # steps) for those where some have a partial one, padded (two graphs: the full steps keep plain batch norm).
-        # None: those steps run eagerly on un-padded batches (the reference path).
+        # The fixed-shape steps: one where every client still training has a full batch, one (masked steps) where some
+        # have a partial one, padded (two graphs: the full steps keep plain batch norm). None: eager, un-padded.
         self.fixed_full = self.fixed_padded = None
         if fixed:
             step = torch.compile(self.full_step) if speed.compile else self.full_step
@@ -384,8 +357,7 @@ class _ClientSteps:
                 self.fixed_padded = CapturedStep(step) if speed.cuda_graphs else step
 
     def reset(self, start: dict, states: list, lr: float, ids: torch.Tensor, given: dict) -> None:
-        """A new train call on kept steps: the start weights, the clients' momentum, the learning rate, the clients'
-        ids and state, zero stats."""
+        """A new train call on kept steps: new start weights, momentum, lr, client ids and state; zero stats."""
         self.flat.reset(start, states, lr)
         with torch.no_grad():
             for k, v in self.start.items():
@@ -397,8 +369,7 @@ class _ClientSteps:
             self.stats.zero_()
 
     def full_step(self, batch, active):
-        """Every client's step on its full batch (a padded one with masked_steps), those not in `active` masked: one
-        shape for every step (cuda_graphs, compile)."""
+        """Every client's step on its full (masked_steps: padded) batch, those not in `active` masked: one shape."""
         g, a = self.grad_all(self.params, self.ids, self.given, model_inputs(batch, self.mean, self.std))
         self.flat.step(g, active=active, one_reduction=self.one_reduction)
         self.stats.add_(torch.where(active[:, None], a, 0))
@@ -414,8 +385,7 @@ class _ClientSteps:
         if self.masked:   # each step's real samples; a client out of steps keeps a full mask (it is not updated anyway)
             real = torch.as_tensor(np.where(sizes == 0, full_size, sizes), device=dev)
             valid = torch.arange(full_size, device=dev) < real[..., None]                 # (n, S, B)
-        # Which clients take a full / a partial batch at each step: index tensors built before the loop, so the
-        # step loop itself makes no host-to-device copies (all of them in two copies).
+        # Each step's clients with a full / partial batch, on the device before the loop (no host-to-device copy in it)
         fulls = [np.flatnonzero(sizes[:, s] == full_size) for s in range(sizes.shape[1])]
         partials = [np.flatnonzero((sizes[:, s] > 0) & (sizes[:, s] < full_size)) for s in range(sizes.shape[1])]
         actives = [np.concatenate([f, p]) for f, p in zip(fulls, partials)]
@@ -456,21 +426,18 @@ class _ClientSteps:
 
 
 def _per_client(n: int, dev, ids: list[int] | None, given: list[dict] | None) -> tuple[torch.Tensor, dict]:
-    """The models' client ids as one tensor (default: 0..n-1) and their given tensors stacked by name."""
     ids = torch.as_tensor(list(range(n)) if ids is None else ids, dtype=torch.long).to(dev)
     given = given or [{}] * n
     return ids, {k: torch.stack([g[k] for g in given]) for k in given[0]}
 
 
 def _trained(model, names) -> dict:
-    """A trained model's weights to hand back: its parameters, and plain BN's (norm=bn) running statistics, which go
-    to the average too."""
+    """A trained model's parameters and plain BN's (norm=bn) running statistics (averaged too), to hand back."""
     return {k: v.detach().clone() for k, v in model.state_dict().items()
             if k in names or k.endswith(("running_mean", "running_var"))}
 
 
 def _stacked(results: list[dict]) -> dict:
-    """The models' weights stacked along a leading model dimension ({} for none)."""
     return {k: torch.stack([r[k] for r in results]) for k in results[0]} if results else {}
 
 

@@ -1,9 +1,9 @@
 """The harness: data, seeding, the round loop, checkpoints, the results store, progress. It holds no equation:
 each round is the method's (methods.METHODS[cfg.algorithm].round), given a `Round` and returning a `RoundRecord`.
 
-Randomness is derived per round from (seed, round): the client sample, the batch plans, mixup's lambdas
-and every augmentation of round r come from generators seeded with (seed, r). A resumed run therefore
-needs only the round counter to continue exactly as an uninterrupted one.
+Randomness is derived per round from (seed, round): the client sample, the batch plans, mixup's lambdas and every
+augmentation of round r come from generators seeded with (seed, r), so a resumed run needs only the round counter to
+continue exactly as an uninterrupted one.
 """
 from __future__ import annotations
 
@@ -29,10 +29,10 @@ from .partition import make_split
 from .rounds import Round, RoundRecord
 
 
-# Evaluation: static BN folded into the convs (models.folded), in batches of 64 on a CPU (2.4x the images/s of
-# unfolded batches of 1000 for the small CNN on one thread) and of 1000 on a GPU (4.4x the images/s of batches of 64
-# for WRN-28-2 on an H200); BENCHMARKS.md, "Inference" and "GPU evaluation". Equal up to float rounding.
-# Pseudo-labeling keeps models.predict's defaults, so that training is bit-identical to before.
+# Evaluation: static BN folded into the convs (models.folded), in batches of 64 on a CPU (2.4x the images/s of unfolded
+# batches of 1000 for the small CNN on one thread) and of 1000 on a GPU (4.4x the images/s of batches of 64 for WRN-28-2
+# on an H200; BENCHMARKS.md, "Inference" and "GPU evaluation"), equal up to float rounding. Pseudo-labeling keeps
+# models.predict's defaults: training stays bit-identical to before.
 EVAL_BATCH = {"cpu": 64, "cuda": 1000}
 
 
@@ -67,15 +67,13 @@ class State:
     metrics: list = field(default_factory=list)
     best: dict = field(default_factory=lambda: {"acc": -1.0, "round": None, "weights": None})
     labeling: dict = field(default_factory=dict)        # the pseudo-label rule's state (methods/pseudo_labels.py)
-    method: dict = field(default_factory=dict)          # a method's own state across rounds (tensors, numbers, lists:
-                                                        # checkpointed with the run; docs/adding_a_method.md)
+    method: dict = field(default_factory=dict)          # a method's own state across rounds (docs/adding_a_method.md)
     sbn_fresh: bool = False   # the model's sBN statistics belong to its current weights (not checkpointed)
 
 
 class Experiment:
-    """A run's fixed parts (config, data on the device, split, engines, its method's round), its measurements
-    (sBN statistics, test accuracy) and its per-round step. `speed`: how it runs (engine.Speed; None: the device's
-    default), never what it computes."""
+    """A run's fixed parts (config, data on the device, split, engines, its method's round), its measurements (sBN
+    statistics, test accuracy) and its per-round step; `speed`: engine.Speed (None: the device's default)."""
 
     def __init__(self, cfg: Config, data: Dataset, device: torch.device, speed: Speed | None = None):
         data = cfg.method.prepare(cfg, data)   # a method's own input pipeline (CBAFed's code variant), if any
@@ -119,7 +117,7 @@ class Experiment:
     def evaluate(self, model, per_class: dict | None = None, prefix: str = "") -> float:
         """Test accuracy (%); with per_class, also adds each class's accuracy as per_class[f"{prefix}acc_c{k}"]."""
         net, x = folded(model), self.data.x_test
-        if self.speed.wide_passes:   # the test set in forwards of sbn.WIDE_IMAGES, channels_last
+        if self.speed.wide_passes:
             net, x = net.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
         batch = sbn.WIDE_IMAGES if self.speed.wide_passes else EVAL_BATCH.get(self.device.type, EVAL_BATCH["cpu"])
         right = predict(net, x, self.mean, self.std, batch).argmax(1) == self.data.y_test
@@ -183,11 +181,9 @@ def get_data(name: str, data_root, device) -> Dataset:
 
 def run(cfg: Config, results_dir="results", device="auto", data_root=None, progress=True,
         checkpoint_every: int = 10, data: Dataset | None = None, speed: Speed | None = None) -> dict:
-    """Run cfg to the end, or reuse its complete results, or resume it from its last checkpoint.
-    While it trains, the run directory is held by this process (results.hold): a second process on the same run
-    waits for it, then reuses the result. `speed`: engine.Speed (None: the device's default; its bf16 is refused: it
-    changes results, which the store keys by cfg alone: use Config.precision="bf16"). Returns the run's summary (with
-    "path")."""
+    """Run cfg to the end, reuse its complete results, or resume it from its last checkpoint. While it trains, this
+    process holds the run directory (results.hold): a second process on the same run waits, then reuses the result.
+    `speed`: engine.Speed (None: the device's default; bf16 refused: use Config.precision). Returns its summary."""
     cfg = cfg.validate()
     if speed is not None and speed.bf16:
         raise ConfigError("bf16=True: changes results, which the results store keys by the config alone; allowed in "
@@ -289,9 +285,9 @@ def disk_errors(cfg: Config, kept):
 
 
 def disk_need(cfg: Config) -> int:
-    """About the most bytes a run of cfg holds in its directory at once: two checkpoints while one replaces the
-    other, each the weights and the best round's, the global optimizer's and the server's momentum, a momentum
-    buffer per client (client_momentum=keep) and the metrics (model.pt at the end, final and best weights, is less)."""
+    """About the most bytes a run of cfg holds in its directory at once: two checkpoints (while one replaces the other),
+    each the weights and the best round's, the global optimizer's and the server's momentum, a momentum buffer per
+    client (client_momentum=keep) and the metrics (model.pt at the end is less)."""
     from .config import IMAGE_SHAPE
     with torch.random.fork_rng(devices=[]):   # building a model draws from torch's generator: leave it as it was
         model = make_model(cfg, IMAGE_SHAPE[cfg.dataset][0])
@@ -308,9 +304,8 @@ def overflowed(err: BaseException) -> bool:
 
 
 def keep_round(st: State, m: dict, on_disk=lambda: "nothing was saved") -> dict:
-    """Add round m (a metrics.csv row) to the run's state: its metrics, the round counter, the best model so far.
-    A non-finite loss, or weights that overflowed (a finite last loss, inf weights after the last step), stops the
-    run (TrainingError; on_disk() says what is kept)."""
+    """Add round m (a metrics.csv row) to the run's state: metrics, round counter, best model so far. A non-finite loss,
+    or weights overflowed after a finite last loss, stops the run (TrainingError; on_disk(): what is kept)."""
     r = m["round"]
     for key in ("client_loss", "server_loss"):
         if key in m and not np.isfinite(m[key]):
@@ -330,8 +325,7 @@ def keep_round(st: State, m: dict, on_disk=lambda: "nothing was saved") -> dict:
 
 
 def finish(exp: Experiment, st: State, path: Path, wall: float, **extra) -> dict:
-    """Write model.pt, metrics.csv, then summary.json (last, sealed, with checksums, with `extra` fields); drop the
-    checkpoint."""
+    """Write model.pt, metrics.csv, then summary.json (last, sealed, checksums, `extra`); drop the checkpoint."""
     best_model = copy.deepcopy(st.model)
     best_model.load_state_dict(st.best["weights"])
     exp.refresh_sbn(best_model, torch.arange(len(exp.data.x_train), device=exp.device))
@@ -375,10 +369,9 @@ def write_checkpoint(path: Path, ck: dict) -> None:
 
 
 class CheckpointWriter:
-    """Writes a run's checkpoints in a background thread, one at a time: `submit` copies the state to the host (the
-    only part the training waits for) and starts the write; `wait` joins it, re-raising its error (a full disk), and
-    returns the round it wrote. A kill or a full disk mid-write leaves the previous checkpoint whole (the write goes to
-    a temporary file that replaces the checkpoint only when complete)."""
+    """Writes a run's checkpoints in a background thread, one at a time: `submit` copies the state to the host (the only
+    part the training waits for) and starts the write; `wait` joins it, re-raising its error (a full disk), and returns
+    the round it wrote. A kill or a full disk mid-write leaves the previous checkpoint whole (write_checkpoint)."""
 
     def __init__(self):
         self.thread, self.error, self.round = None, None, None
@@ -420,8 +413,7 @@ class CheckpointWriter:
 
 
 def checkpoint_mismatch(ck, cfg: Config) -> str:
-    """Why checkpoint ck cannot resume cfg's run ("" when it can): it must carry cfg's run key and a round inside
-    the run, with one metrics row per round done."""
+    """Why checkpoint ck cannot resume cfg's run ("" when it can)."""
     if not isinstance(ck, dict) or "round" not in ck or "metrics" not in ck:
         return "not a checkpoint of this package"
     if ck.get("key") != cfg.key():

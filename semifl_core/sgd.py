@@ -1,6 +1,5 @@
 """SGD as torch.optim.SGD computes it (momentum, weight decay, Nesterov, gradient-norm clipping), written out for many
-models at once (`FlatModels`: their parameters and momentum in two flat buffers), and a step captured as a CUDA graph
-(`CapturedStep`). The engines (engine.py) train with them."""
+models at once (`FlatModels`: parameters and momentum in two flat buffers), and a CUDA-graph step (`CapturedStep`)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,9 +14,8 @@ def clip_grads_(grads: list, max_norm: float) -> None:
 
 
 def sgd_(params: list, grads: list, bufs: list, lr: float, cfg) -> None:
-    """torch.optim.SGD's step (momentum, weight decay, Nesterov; no dampening) on lists of tensors, in place, as
-    torch._foreach_* ops: one kernel per operation for all tensors on a GPU, and on a CPU the very ops of
-    torch.optim.SGD (bit-identical). bufs: momentum buffers, zeros where there is none yet (0 momentum + d = d)."""
+    """torch.optim.SGD's step (no dampening) in place on lists of tensors, as torch._foreach_* ops: one kernel per op
+    on a GPU, torch.optim.SGD's very ops on a CPU (bit-identical). bufs: momentum, zeros where there is none yet."""
     if cfg.weight_decay:
         grads = torch._foreach_add(grads, params, alpha=cfg.weight_decay)
     if cfg.momentum:
@@ -31,8 +29,7 @@ def sgd_(params: list, grads: list, bufs: list, lr: float, cfg) -> None:
 
 
 def sgd_update(p, buf, d, lr: float, cfg):
-    """The same SGD step written out for the vectorized engine, on stacked tensors or a flat buffer of them: returns
-    (new p, new buf). buf: zeros where there is no momentum yet (0 momentum + d = d)."""
+    """`sgd_` on stacked tensors or a flat buffer (the vectorized engine): returns (new p, new buf)."""
     if cfg.weight_decay:
         d = d + cfg.weight_decay * p
     if cfg.momentum:
@@ -42,9 +39,8 @@ def sgd_update(p, buf, d, lr: float, cfg):
 
 
 def clip_coefficients(grads: list, max_norm: float, one_reduction: bool) -> torch.Tensor:
-    """Per model (the leading dimension of each gradient) clip_grad_norm_'s factor min(1, max_norm / (||g|| + 1e-6)).
-    one_reduction: the squared norm in one reduction over all tensors; else tensor by tensor, summed (the reference's
-    order of float sums, which the CPU keeps so that its results stay bit-identical)."""
+    """Per model (leading dimension) clip_grad_norm_'s factor min(1, max_norm / (||g|| + 1e-6)). one_reduction: the
+    squared norm in one reduction; else summed tensor by tensor (the reference's order: the CPU stays bit-identical)."""
     if one_reduction:
         norms = torch.cat([g.flatten(1) for g in grads], 1).pow(2).sum(1).sqrt()
     else:
@@ -53,10 +49,9 @@ def clip_coefficients(grads: list, max_norm: float, one_reduction: bool) -> torc
 
 
 class FlatModels:
-    """The parameters and SGD momentum of n models in two flat buffers laid out tensor after tensor:
-    tensor k of all n models is one contiguous (n, *shape_k) block, so `params` are views that vmap and
-    functional_call take as they are, and each elementwise operation of an SGD step is one kernel over all tensors of
-    all models. Updated in place (a captured CUDA graph keeps pointing at the same memory)."""
+    """The parameters and SGD momentum of n models in two flat buffers, tensor k of all n models one contiguous
+    (n, *shape_k) block: `params` are views that vmap and functional_call take as they are, and each elementwise op of a
+    step is one kernel over all models. Updated in place (a captured CUDA graph keeps pointing at the same memory)."""
 
     def __init__(self, start: dict, states: list, cfg, lr: float, lr_on_device: bool = False, frozen=()):
         self.cfg, self.n, self.shapes = cfg, len(states), {k: v.shape for k, v in start.items()}
@@ -95,8 +90,7 @@ class FlatModels:
                 for (k, shape), a, b in zip(self.shapes.items(), self.bounds[:-1], self.bounds[1:])}
 
     def pack(self, stacked: dict, rows: torch.Tensor | None = None) -> torch.Tensor:
-        """Stacked tensors (model dimension first) as one flat buffer; with rows, they are those models' (in rows'
-        order) and the other models get zeros."""
+        """Stacked tensors (model dim first) as one flat buffer; with rows, those models' (rows' order), others zero."""
         if rows is None:
             return torch.cat([stacked[k].reshape(-1) for k in self.shapes])
         flat = torch.zeros(int(self.bounds[-1]), device=rows.device)
@@ -106,9 +100,8 @@ class FlatModels:
 
     def step(self, grads: dict, rows: torch.Tensor | None = None, active: torch.Tensor | None = None,
              one_reduction: bool = False) -> None:
-        """One SGD step (clip_grad_norm_ first) of the models in rows (None: all) from their gradients (rows' order);
-        active: (n,) bool, the models to update (the others keep their weights and momentum). Parameters a `frozen`
-        loss leaves untrained keep theirs too, and their gradients count in no clipping norm."""
+        """One SGD step (clip_grad_norm_ first) of the models in rows (None: all; grads in rows' order); active: (n,)
+        bool, the models to update. Parameters a `frozen` loss leaves untrained are kept, out of the clip norm."""
         if self.frozen is not None:
             grads = {k: torch.zeros_like(g) if k in self.frozen_keys else g for k, g in grads.items()}
         g, coef = self.pack(grads, rows), None
@@ -137,12 +130,11 @@ class FlatModels:
 
 # ---------------------------------------------------------------------- CUDA graphs
 class CapturedStep:
-    """fn(**inputs) as a CUDA graph (Speed.cuda_graphs). Every call first copies its inputs into static copies of
-    them (made at the first call); the first WARMUP calls run fn on those eagerly on a side stream (lazy
-    initialisation, as torch.cuda.graphs asks), the next captures it on them, and each call from then on replays.
-    Warm-ups and capture read the same tensors (same layout), so a compiled fn (Speed.compile) compiles in the
+    """fn(**inputs) as a CUDA graph (Speed.cuda_graphs). Each call copies its inputs into static copies; the first
+    WARMUP calls run fn eagerly on a side stream (lazy initialisation, as torch.cuda.graphs asks), the next captures it,
+    and later calls replay. Warm-ups and capture read the same tensors, so a compiled fn (Speed.compile) compiles in the
     warm-ups and is not recompiled inside the capture (which would invalidate it). fn keeps its state in tensors it
-    updates in place; its output is a static tensor, overwritten by the next call."""
+    updates in place; its output is static, overwritten by the next call."""
     WARMUP = 3   # as torch's whole-network capture example
 
     def __init__(self, fn):
