@@ -162,10 +162,10 @@ class SequentialEngine:
     def _trainer(self, model, loss_fn, lr: float, speed):
         """The step's trainer; one whose full-batch step is a CUDA graph is kept for next calls (as _ClientSteps)."""
         if not (speed.cuda_graphs and getattr(loss_fn, "graph_safe", False)):
-            return _ForeachTrainer(self.cfg, model, loss_fn, lr, speed)
+            return _SequentialTrainer(self.cfg, model, loss_fn, lr, speed)
         key = (id(model), loss_key(loss_fn))
         trainer = _keep(self._kept, key, self._kept.get(key) or
-                        _ForeachTrainer(self.cfg, model, loss_fn, lr, speed, lr_on_device=True))
+                        _SequentialTrainer(self.cfg, model, loss_fn, lr, speed, lr_on_device=True))
         trainer.lr.fill_(float(lr))
         trainer.loss_fn = loss_fn
         return trainer
@@ -203,18 +203,26 @@ class SequentialEngine:
         return _stacked(results), new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
 
 class _SequentialTrainer:
-    """The sequential trainers' setup: the Net its loss gets (start weights in static memory), the trained params."""
+    """The sequential engine's step: torch.autograd.grad, then clip_grads_ and sgd_ in place on the trained parameters
+    and their momentum buffers. The Net its loss gets reads the start weights, f.state and f.client from static memory.
+    With Speed.cuda_graphs and a graph_safe loss the full-batch step is captured once per run (lr_on_device: the graph
+    reads lr on device)."""
 
-    def __init__(self, cfg, model, loss_fn, speed):
+    def __init__(self, cfg, model, loss_fn, lr, speed, lr_on_device: bool = False):
         self.cfg, self.model, self.loss_fn = cfg, model, loss_fn
-        params = dict(model.named_parameters())
-        self.start = {k: v.detach().clone() for k, v in params.items()}
+        every = dict(model.named_parameters())
+        dev = next(model.parameters()).device
+        self.start = {k: v.detach().clone() for k, v in every.items()}
         # f.state and f.client in static memory (a captured step reads them in place), refilled for every task
         self.state = ClientValues()
-        self.client = torch.zeros((), dtype=torch.long, device=next(model.parameters()).device)
+        self.client = torch.zeros((), dtype=torch.long, device=dev)
         self.f = module_net(model, speed, self.start, self.state, self.client)
-        fixed = frozen_names(loss_fn, params)
-        self.trained = [(n, p) for n, p in params.items() if n not in fixed]
+        frozen = frozen_names(loss_fn, every)
+        self.names, self.params = zip(*((n, p) for n, p in every.items() if n not in frozen))
+        self.lr = torch.full((), float(lr), device=dev) if lr_on_device else lr
+        self.bufs = [torch.zeros_like(p) for p in self.params]
+        self.fixed = {n: (p, torch.zeros_like(p)) for n, p in every.items() if n in frozen}
+        self.graph = CapturedStep(self._step) if speed.cuda_graphs and getattr(loss_fn, "graph_safe", False) else None
 
     def set_start(self, start: dict) -> None:
         with torch.no_grad():
@@ -230,20 +238,6 @@ class _SequentialTrainer:
                     self.state[k].copy_(v)
                 else:
                     self.state[k] = v.detach().clone()
-
-
-class _ForeachTrainer(_SequentialTrainer):
-    """The sequential engine's step: torch.autograd.grad, then clip_grads_ and sgd_ in place. With Speed.cuda_graphs and
-    a graph_safe loss the full-batch step is captured once per run (lr_on_device: the graph reads lr on device)."""
-
-    def __init__(self, cfg, model, loss_fn, lr, speed, lr_on_device: bool = False):
-        super().__init__(cfg, model, loss_fn, speed)
-        self.lr = torch.full((), float(lr), device=next(model.parameters()).device) if lr_on_device else lr
-        self.names, self.params = zip(*self.trained)
-        every = dict(model.named_parameters())
-        self.bufs = [torch.zeros_like(p) for p in self.params]
-        self.fixed = {n: (p, torch.zeros_like(p)) for n, p in every.items() if n not in self.names}   # frozen
-        self.graph = CapturedStep(self._step) if speed.cuda_graphs and getattr(loss_fn, "graph_safe", False) else None
 
     def begin(self, state):
         with torch.no_grad():
