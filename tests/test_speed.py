@@ -150,8 +150,8 @@ def _torch_optim(kind, sizes=(23, 30, 7, 18)):
         f = module_net(model, EXACT, {k: start[k].clone() for k in params})
         opt = torch.optim.SGD(params.values(), lr=0.05, momentum=cfg.momentum, weight_decay=cfg.weight_decay,
                               nesterov=cfg.nesterov)
-        for k, p in params.items():
-            if state is not None:
+        if state is not None:
+            for k, p in params.items():
                 opt.state[p]["momentum_buffer"] = state[k].clone()
         total = 0
         for s in range(task.steps):
