@@ -141,8 +141,7 @@ report.save_figure(fig, figures_dir, f'label_skew_outcome_{ds}')
 # This study's own tables and claims.
 from semifl_core.report.claims import INTERVAL, Takeaway, claims as make_claims
 from semifl_core.report.configs import FEDRS, NTD, PART3_IID_CHECK, PART3_REMEDIES, REMEDY_GATE, VLS, label_of
-from semifl_core.report.rule import (ONE_SEED_LESS, Verdict, above, at_least, at_seeds, flip, holm,
-                                     loss_ruled_out)
+from semifl_core.report.rule import Verdict, above, at_least, at_seeds, flip, holm, loss_ruled_out
 
 
 def _judged_table(df: pd.DataFrame, fix: tuple[str, str], rival: tuple[str, str],
@@ -364,7 +363,7 @@ for r, table in remedies.items():
 from semifl_core.report import configs
 from semifl_core.report.configs import (NO_GLOBAL_MOMENTUM, PART3_GATE, PART3_LONG_PARTITIONS,
                                         PART3_LONG_REGARDLESS, PART3_NAMES, SKEW_PARTITION)
-from semifl_core.report.rule import one_seed_less, separation
+from semifl_core.report.rule import separation
 from semifl_core.report.runs import stored_runs
 
 FINAL = "remedy's final"
@@ -414,8 +413,7 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, seeds=(0, 1, 2)) 
     """Part 3's `long` cells (long: configs.label_skew_long_configs' runs; judges: configs.label_skew_judges at
     `long`): per remedy and partition with runs, its final accuracy beside Partially Supervised's and the fixed
     rule's, and its verdicts against both (paired by seed; each column one Holm family). A cell is the mean at
-    `seeds` (every claim's: 0-2); a verdict's `evidence`: both arms there, and which seed left out turns a
-    decided one (rule.one_seed_less)."""
+    `seeds` (every claim's: 0-2); a verdict's `evidence`: both arms there."""
     psl = finals(judges, label_of(PARTIALLY_SUPERVISED))
     rows, shown, vs_psl, vs_fixed = [], [], [], []
     for r in PART3_REMEDIES:
@@ -436,9 +434,7 @@ def part3_long_table(long: pd.DataFrame, judges: pd.DataFrame, seeds=(0, 1, 2)) 
     for row, pairs, a, b in zip(rows, shown, holm(vs_psl), holm(vs_fixed)):
         # each arm at the seeds its claim was judged on
         for v, (x, y) in ((a, pairs["psl"]), (b, pairs["fixed"])):
-            turns = one_seed_less(x, y, v)
-            v.evidence = f"{mean_std(x.values())} vs {mean_std(y.values())}" + (
-                f"; {ONE_SEED_LESS}: {turns}" if turns else "")
+            v.evidence = f"{mean_std(x.values())} vs {mean_std(y.values())}"
         row.update({"vs Partially Supervised": a, "vs SemiFL": b})
     columns = ["remedy", "partition", FINAL, "Partially Supervised", "SemiFL, fixed rule",
                "vs Partially Supervised", "vs SemiFL"]
@@ -565,8 +561,7 @@ def part3_long_claims(long_table: pd.DataFrame) -> list:
 def advice(claims_table: pd.DataFrame) -> Takeaway:
     """A paragraph for a user choosing settings under label skew, written from the claims (so it cannot disagree
     with them): the remedies held above Partially Supervised under K=2 at `long` (or that none is), those held
-    above SemiFL's fixed rule there, each saying when one seed less would leave it within noise; then every
-    `long` claim at K=2 with its verdict and evidence, one bullet each."""
+    above SemiFL's fixed rule there; then every `long` claim at K=2 with its verdict and evidence, one bullet each."""
     return Takeaway("**For a user choosing settings under label skew.** " + _advice(claims_table))
 
 
@@ -582,12 +577,9 @@ def _advice(claims_table: pd.DataFrame) -> str:
     final = all(v in ("held", "not held", "within noise") and "planned" not in i for _, v, i, _ in claims_)
     fixed_rule = "SemiFL's fixed rule"
     over_psl, over_fixed = " or ".join(held("Partially Supervised")), " or ".join(held(fixed_rule))
-    thin = lambda rival: (  # noqa: E731
-        ", though the evidence is thin (one seed less and the lead is within noise)"
-        if any(v == "held" and f"beats {rival}" in c and ONE_SEED_LESS in e for c, v, _, e in claims_) else "")
     if over_psl:
         lead = (f"Under Non-IID K=2 at 300 rounds, SemiFL with {over_psl} is held above Partially Supervised"
-                f"{thin('Partially Supervised')}: with it, the clients' unlabeled images add to what the "
+                ": with it, the clients' unlabeled images add to what the "
                 "server's labels give alone.")
     else:
         vs_psl = [(c, v, i) for c, v, i, _ in claims_ if "beats Partially Supervised" in c]
@@ -609,7 +601,7 @@ def _advice(claims_table: pd.DataFrame) -> str:
         else:
             lead += f"{check} is not in yet."
     if over_fixed:
-        lead += (f" Against SemiFL's fixed rule, SemiFL with {over_fixed} holds a lead{thin(fixed_rule)}: "
+        lead += (f" Against SemiFL's fixed rule, SemiFL with {over_fixed} holds a lead: "
                  "if SemiFL is run under label skew, that is the change with evidence that it helps SemiFL "
                  "itself.")
     tail = "" if final else ("\n\nA claim without a verdict, or whose planned seeds are not all in (its "

@@ -495,7 +495,7 @@ def cbafed_configs(p, dataset, rounds=None) -> dict:
 
 
 # CBAFed's code draws the labeled client as its share of one Dirichlet draw over all ten clients (cbafed_labeled=
-# "dirichlet", partition.one_dirichlet_draw); our small variant's 600 images per class make our lower bound stronger.
+# "dirichlet", cbafed.code_split); our small variant's 600 images per class make our lower bound stronger.
 def cbafed_own_setting_configs(p, dataset, rounds=None) -> dict:
     """cbafed_configs, the labeled client drawn as CBAFed's code draws it; same labels (cbafed_table, cbafed_claims)."""
     return {label: cfg.replace(cbafed_labeled="dirichlet") for label, cfg in cbafed_configs(p, dataset, rounds).items()}

@@ -138,38 +138,6 @@ def holm(family: list[Verdict]) -> list[Verdict]:
     return out
 
 
-def leave_one_out(a: dict, b: dict, level: float = 1 - ALPHA) -> dict:
-    """{seed left out: the paired verdict of a above b without it, at `level`}: a verdict that survives every one is
-    beyond one seed's reach; below four seeds every one reads 'fewer than three seeds: no verdict'."""
-    out = {}
-    for s in sorted(set(a) & set(b)):
-        j = paired({k: v for k, v in a.items() if k != s}, {k: v for k, v in b.items() if k != s})
-        out[s] = str(j.at(level) if j.decided else j)
-    return out
-
-
-ONE_SEED_LESS = "not beyond one more seed's reach"   # how a table says one_seed_less found a turn
-
-
-def one_seed_less(a: dict, b: dict, verdict) -> str:
-    """Where a decided verdict of 'a above b' turns with some seed left out, at its own level: 'within noise without
-    any one of seeds 0, 1 and 2'; '' where it survives every one, is undecided, or has three seeds (no verdict left)."""
-    if str(verdict) not in ("held", "not held"):
-        return ""
-    turned = {}
-    for s, v in leave_one_out(a, b, verdict.level).items():
-        if v != str(verdict) and not v.startswith("fewer"):
-            turned.setdefault(v, []).append(str(s))
-    return "; ".join(f"{v} without " + (f"seed {s[0]}" if len(s) == 1 else f"any one of seeds {and_list(s)}")
-                     for v, s in turned.items())
-
-
-def and_list(items) -> str:
-    """['a', 'b', 'c'] -> 'a, b and c' (one item: itself)."""
-    items = list(items)
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
 def _seeds(d: dict) -> str:
     return ", ".join(map(str, sorted(d))) or "none"
 
