@@ -1,18 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     cell_metadata_filter: tags,-papermill,-execution
-#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#   kernelspec:
-#     display_name: Python 3 (ipykernel)
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # CBAFed's Table 1 on Fashion-MNIST: the labels on one client
 #

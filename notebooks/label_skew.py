@@ -1,18 +1,3 @@
-# ---
-# jupyter:
-#   jupytext:
-#     cell_metadata_filter: tags,-papermill,-execution
-#     notebook_metadata_filter: -jupytext.text_representation.jupytext_version
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#   kernelspec:
-#     display_name: Python 3 (ipykernel)
-#     language: python
-#     name: python3
-# ---
-
 # %% [markdown]
 # # Label skew: why the few-label fix stops working under Non-IID
 #
@@ -561,7 +546,8 @@ def part3_long_claims(long_table: pd.DataFrame) -> list:
 def advice(claims_table: pd.DataFrame) -> Takeaway:
     """A paragraph for a user choosing settings under label skew, written from the claims (so it cannot disagree
     with them): the remedies held above Partially Supervised under K=2 at `long` (or that none is), those held
-    above SemiFL's fixed rule there; then every `long` claim at K=2 with its verdict and evidence, one bullet each."""
+    above SemiFL's fixed rule there; then every `long` claim at K=2 with its verdict and evidence, one bullet
+    each."""
     return Takeaway("**For a user choosing settings under label skew.** " + _advice(claims_table))
 
 
