@@ -13,14 +13,305 @@
 #
 # $$\zeta < \zeta^* = \frac{e_{ssl}}{e_l} \quad (8).$$
 #
-# ## The task (`semifl_core/theory.py`, `Task`; $d = 1$)
+# ## The task (`Task` below; $d = 1$)
 #
-# - **Regression function.** With $y = x - \tfrac12$: $m(x) = P(Y=1 \mid x) = \tfrac12 + \tfrac12\,\mathrm{sign}(y)\,\min\!\left(1, |2y/w|^q\right)$, $w = 0.8$: $q$-Hölder with constant $w^{-q}$ (A5).
-# - **Labeled and test distribution** $P_l$: density $\propto |2y|^{\alpha q - 1}$, times $1 + \rho$ right of $\tfrac12$ and $1 - \rho$ left of it ($\rho = 0.5$). Then $P_l(|m - \tfrac12| \le t) = w^{\alpha q} (2t)^{\alpha}$ exactly (A4, margin exponent $\alpha$), and $\rho$ gives the kernel average at $\tfrac12$ a bias of order $h^q$, the bias the proof bounds (without it the plug-in beats its bound by more).
-# - **Unlabeled points**: confidence $u = \min(m, 1 - m)$ with $P_u(u \le \delta) = (2\delta)^s$ (A1, exponent $s$).
-# - **Strong augmentation**, a simulated channel, not an image transformation: a selected point is transmitted with probability $(2u)^v$, its copy drawn from $P_l(\cdot \mid Y = \text{its class})$, else its copy stays where it is; so the copies cover $P_l$ with probability $\sim \delta^v$ given the selection (A3, exponent $v$) and depend on $X_u$ only (A2). The channel transmits the two classes in proportion $P_l(Y=1)$ (it leaves a random few of the over-represented class untransmitted): the appendix's stipulation that an augmented point's label has conditional mean $m(\tilde X)$ (E.3, used in (19)). A *naive* channel that keeps every transmission is run on the same selections beside it.
+# - **Regression function.** With $y = x - \tfrac12$: $m(x) = P(Y=1 \mid x) = \tfrac12 + \tfrac12\,\mathrm{sign}(y)\,\min\!\left(1, |2y/w|^q\right)$, $w = 0.8$: exactly 0 for $x \le (1-w)/2$ and 1 for $x \ge (1+w)/2$. As $t \mapsto \min(1, t^q)$ is $q$-Hölder with constant 1 and $a^q + b^q \le 2^{1-q}(a+b)^q$, $|m(x) - m(x')| \le w^{-q}|x - x'|^q$, reached across $\tfrac12$: (A5) with $c_7 = w^{-q}$, and $m$ is no smoother there.
+# - **Labeled and test distribution** $P_l$: density $b(y) = (\beta+1)|2y|^{\beta}$, $\beta = \alpha q - 1$, times $1 + \rho$ right of $\tfrac12$ and $1 - \rho$ left of it, within $\epsilon$ of it ($\rho = 0.5$; $\epsilon = 0.5$, all of $[0, 1]$). For $t < \tfrac12$, $|m - \tfrac12| \le t$ iff $|2y| \le w(2t)^{1/q}$, and $\rho$ cancels between the two sides: $P_l(|m - \tfrac12| \le t) = w^{\alpha q} (2t)^{\alpha}$ exactly (A4, margin exponent $\alpha$, set by the density's power independently of $q$). $\rho$ puts more mass right of the boundary, where $m > \tfrac12$, so the box kernel's average at $\tfrac12$ is off by $\sim \rho h^q$: the bias the proof bounds by $c_7 h^q$ (13), which moves the plug-in's boundary by $\sim h$ and costs $\sim h^{q(1+\alpha)}$ of risk, the theorem's rate at its bandwidth. With $\rho = 0$ the bias cancels by symmetry and the plug-in beats its bound (variance only).
+# - **Unlabeled points** $P_u$: a side (Bayes class) 1 with probability $\pi_1 = P_l(Y = 1)$, else 0; a confidence $u = \min(m, 1 - m)$ with $P(u \le \delta) = (2\delta)^s$; the point of that side where $m$ is $u$ or $1 - u$. So $P_u(\min(m, 1 - m) \le \delta) = (2\delta)^s$ for $\delta \le \tfrac12$ (A1, exponent $s$, and no smaller one works).
+# - **Strong augmentation**, a simulated channel, not an image transformation: a selected point is transmitted with probability $(2u)^v$, its copy drawn from $P_l(\cdot \mid Y = \text{its side})$; otherwise its copy stays where it is. The copy depends on $X_u$ and not on its label ($\tilde X \to X_u \to Y$ is a Markov chain: A2). Given $u \le \delta$ the transmitted share is $\frac{s}{s+v}(2\delta)^v$ and transmitted copies follow $P_l$, so the copies cover every ball with at least $c_2 \delta^v$ times its $P_l$ mass (A3, exponent $v$, and no smaller one). The channel transmits the two sides in proportion $\pi_1 : 1 - \pi_1$ (it leaves a random few of the over-represented side untransmitted): the appendix's stipulation that an augmented point's label has conditional mean $m(\tilde X)$ (E.3, used in (19)). A *naive* channel that keeps every transmission is run on the same selections beside it: when Step 1's selection is class-imbalanced, its $P(\text{side } 1 \mid \tilde X)$ is not $m$.
+
+# %% [markdown]
+# ## The model in code
 #
-# ## The rule (fixed before these draws; `semifl_core/theory.py` says why each choice)
+# Everything below is numpy, and it is this notebook's alone: the exponents (7) and (8) and the proof's bandwidth; the task above; the plug-in (4) and Steps 1-3; one repetition of the experiment and the rates fitted from many.
+
+# %% tags=["definitions"]
+# Theorem 1's exponents (7), (8) and the proof's bandwidth (after (30))
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import numpy as np
+
+
+def rate_exponent(alpha, q, d, v=0.0, s=0.0) -> float:
+    """Theorem 1 (7): R(C_ssl) <= C n_u^-e with e = q(alpha+1) / {q(alpha+3+v+s) + d}. With v = s = 0 it is
+    the exponent of the labeled-only plug-in's bound in n_l quoted after the theorem (Kohler & Krzyzak, 2007)."""
+    return q * (alpha + 1) / (q * (alpha + 3 + v + s) + d)
+
+
+def critical_zeta(alpha, q, d, v, s) -> float:
+    """(8): with n_l ~ n_u^zeta the SSL bound decays faster iff zeta < (q(alpha+3)+d) / (q(alpha+3+v+s)+d),
+    which is e_ssl / e_l."""
+    return (q * (alpha + 3) + d) / (q * (alpha + 3 + v + s) + d)
+
+
+def bandwidth(n, alpha, q, d, v=0.0, s=0.0, c=1.0) -> float:
+    """The proof's h_n = c n^{-1/{q(alpha+3+v+s)+d}}: n = n_l + n_u for C_ssl; v = s = 0 and n = n_l for C_l.
+    The rate fixes the power only: c is free."""
+    return c * float(n) ** (-1.0 / (q * (alpha + 3 + v + s) + d))
+
+
+# %% tags=["definitions"]
+@dataclass(frozen=True)
+class Task:
+    """The binary task on [0, 1] of "The task" above: (A1)-(A5) with exponents alpha, q, s, v (y = x - 1/2)."""
+    alpha: float = 1.0
+    q: float = 1.0
+    v: float = 1.0
+    s: float = 1.0
+    w: float = 0.8
+    rho: float = 0.5
+    eps: float = 0.5
+    d: int = field(default=1, init=False)
+
+    def __post_init__(self):
+        if not 0 < self.q <= 1:
+            raise ValueError(f"q={self.q}: the appendix's Hoelder exponent is in (0, 1]")
+        if not self.alpha > 0:
+            raise ValueError(f"alpha={self.alpha}: the margin exponent must be > 0")
+        if self.v < 0 or self.s < 0:
+            raise ValueError(f"v={self.v}, s={self.s}: must be >= 0")
+        if not (0 <= self.rho < 1 and 0 < self.eps <= 0.5 and 0 < self.w <= 1):
+            raise ValueError(f"rho={self.rho}, eps={self.eps}, w={self.w}: need 0 <= rho < 1, "
+                             "0 < eps <= 1/2, 0 < w <= 1")
+
+    @property
+    def beta(self) -> float:
+        """The power of P_l's density at 1/2: alpha q - 1."""
+        return self.alpha * self.q - 1
+
+    def m(self, x):
+        """m(x) = P(Y = 1 | X = x)."""
+        y = np.asarray(x, float) - 0.5
+        return 0.5 + 0.5 * np.sign(y) * np.minimum(1.0, np.abs(2 * y / self.w) ** self.q)
+
+    def bayes(self, x):
+        """The Bayes classifier (1): 1{m(x) >= 1/2}, i.e. x >= 1/2."""
+        return np.asarray(x, float) >= 0.5
+
+    def margin_cdf(self, t):
+        """P_l(|m(X) - 1/2| <= t): w^(alpha q) (2t)^alpha for t < 1/2, and 1 from t = 1/2 on."""
+        t = np.asarray(t, float)
+        return np.where(t < 0.5, self.w ** (self.alpha * self.q) * (2 * np.clip(t, 0, 0.5)) ** self.alpha, 1.0)
+
+    def rate(self, labeled: bool = False) -> float:
+        """Theorem 1's exponent for this task (labeled=True: the labeled-only plug-in's, v = s = 0)."""
+        return rate_exponent(self.alpha, self.q, self.d, 0.0 if labeled else self.v, 0.0 if labeled else self.s)
+
+    def zeta_star(self) -> float:
+        """The critical zeta of (8) for this task."""
+        return critical_zeta(self.alpha, self.q, self.d, self.v, self.s)
+
+    def _g(self, r):
+        """The density b's mass on [0, r] (one side of 1/2): (2r)^(beta+1) / 2."""
+        return (2 * np.asarray(r, float)) ** (self.beta + 1) / 2
+
+    def _g_inv(self, g):
+        return (2 * np.clip(g, 0, 0.5)) ** (1 / (self.beta + 1)) / 2
+
+    def pl_quantile(self, p):
+        """The inverse of P_l's distribution function (closed form, piecewise)."""
+        p, ge, r = np.asarray(p, float), self._g(self.eps), self.rho
+        a, b, c = 0.5 - ge, 0.5 - r * ge, 0.5 + ge           # P_l's distribution function at y = -eps, 0, eps
+        y = np.select([p < a, p < b, p < c],
+                      [-self._g_inv(0.5 - p), -self._g_inv(ge - (p - a) / (1 - r)),
+                       self._g_inv((p - b) / (1 + r))], self._g_inv(p - 0.5))
+        return np.clip(0.5 + y, 0.0, 1.0)
+
+    @cached_property
+    def pi1(self) -> float:
+        """P_l(Y = 1) = 1/2 + (rho/2) int_0^{2 eps} (beta+1) z^beta min(1, (z/w)^q) dz, closed form."""
+        b1, z, w, q = self.beta + 1, 2 * self.eps, self.w, self.q
+        integral = (b1 * z ** (b1 + q) / ((b1 + q) * w ** q) if z <= w
+                    else b1 * w ** b1 / (b1 + q) + z ** b1 - w ** b1)
+        return 0.5 + 0.5 * self.rho * integral
+
+    def sample_labeled(self, n: int, rng):
+        """n IID labeled pairs: X ~ P_l, Y ~ Bernoulli(m(X)). Returns (x, y), y boolean."""
+        x = self.pl_quantile(rng.random(n))
+        return x, rng.random(n) < self.m(x)
+
+    def test_grid(self, size: int = 2 ** 15):
+        """Quadrature nodes for E_l: the midpoints of `size` cells of equal P_l mass (each weighs 1/size)."""
+        return self.pl_quantile((np.arange(size) + 0.5) / size)
+
+    def confidence(self, x):
+        """min{m(x), 1 - m(x)}: the distance of m from 0 or 1 (small = confident)."""
+        mx = self.m(x)
+        return np.minimum(mx, 1 - mx)
+
+    def sample_unlabeled(self, n: int, rng):
+        """n IID unlabeled points X_u ~ P_u, sorted (for fast binary searches)."""
+        side = rng.random(n) < self.pi1
+        u = 0.5 * rng.random(n) ** (1 / self.s) if self.s > 0 else np.zeros(n)
+        r = 0.5 * self.w * (1 - 2 * u) ** (1 / self.q)     # |x - 1/2| where |m - 1/2| = 1/2 - u
+        return np.sort(np.where(side, 0.5 + r, 0.5 - r))
+
+    def class_conditional(self, label: bool, n: int, rng):
+        """n draws from P_l( . | Y = label), by rejection."""
+        out = np.empty(0)
+        while out.size < n:
+            x = self.pl_quantile(rng.random(2 * (n - out.size) + 16))
+            keep = rng.random(x.size) < (self.m(x) if label else 1 - self.m(x))
+            out = np.concatenate([out, x[keep]])
+        return out[:n]
+
+    def augment(self, x_u, rng, balanced: bool = True):
+        """Step 2's strong augmentation of the selected points x_u: the channel of "The task" (balanced=False:
+        the naive one). Returns (x_tilde, transmitted mask)."""
+        x_u = np.asarray(x_u, float)
+        transmitted = rng.random(x_u.size) < (2 * self.confidence(x_u)) ** self.v
+        side = self.bayes(x_u)
+        if balanced:
+            ones, zeros = np.flatnonzero(transmitted & side), np.flatnonzero(transmitted & ~side)
+            keep1 = min(ones.size, int(np.floor(zeros.size * self.pi1 / (1 - self.pi1) + 0.5)))
+            keep0 = min(zeros.size, int(np.floor(ones.size * (1 - self.pi1) / self.pi1 + 0.5)))
+            if keep1 < ones.size:
+                transmitted[rng.choice(ones, ones.size - keep1, replace=False)] = False
+            elif keep0 < zeros.size:
+                transmitted[rng.choice(zeros, zeros.size - keep0, replace=False)] = False
+        x_t = x_u.copy()
+        for label in (False, True):
+            idx = np.flatnonzero(transmitted & (side == label))
+            x_t[idx] = self.class_conditional(label, idx.size, rng)
+        return x_t, transmitted
+
+
+# %% tags=["definitions"]
+# The plug-in (4), Steps 1-3 of the SSL classifier (appendix E.3) and the excess risk (2)
+class PlugIn:
+    """The box-kernel (K(u) = 1{|u| <= 1}) Nadaraya-Watson estimate (4) and its plug-in classifier
+    C_n(x) = 1{m_n(x) >= 1/2}. Exact: sorted points, label prefix sums, [x - h, x + h] by binary search."""
+
+    def __init__(self, x, y, h: float):
+        if not h > 0:
+            raise ValueError(f"h={h}: the bandwidth must be > 0")
+        order = np.argsort(x, kind="stable")
+        self.x = np.asarray(x, float)[order]
+        self.cum = np.concatenate([[0.0], np.cumsum(np.asarray(y, float)[order])])
+        self.h = float(h)
+
+    def counts(self, xq):
+        """(the number of training points within h of each query, the sum of their labels)."""
+        xq = np.asarray(xq, float)
+        lo = np.searchsorted(self.x, xq - self.h, side="left")
+        hi = np.searchsorted(self.x, xq + self.h, side="right")
+        return hi - lo, self.cum[hi] - self.cum[lo]
+
+    def m(self, xq):
+        """m_n(x): the mean label within h of x; NaN where there is none (the appendix's m_n = 0 there is
+        `predict`'s; `select` does not take such a point as confident)."""
+        n, s = self.counts(xq)
+        return np.where(n > 0, s / np.maximum(n, 1), np.nan)
+
+    def predict(self, xq):
+        """C_n(x) = 1{m_n(x) >= 1/2}, class 0 where no training point is within h."""
+        n, s = self.counts(xq)
+        return (n > 0) & (2 * s >= n)
+
+
+def select(m0: PlugIn, x_u, delta: float):
+    """Step 1 (3): (the unlabeled points with min{1 - m0(x), m0(x)} <= delta, their pseudo-labels
+    1{m0(x) >= 1/2}); a point with no labeled point within m0's bandwidth is not taken."""
+    m0_u = m0.m(x_u)
+    with np.errstate(invalid="ignore"):
+        chosen = np.minimum(m0_u, 1 - m0_u) <= delta            # NaN compares False
+    return np.asarray(x_u, float)[chosen], m0_u[chosen] >= 0.5
+
+
+def ssl_plug_in(task: Task, m0: PlugIn, x_l, y_l, x_u, h: float, delta: float, rng, balanced: bool = True,
+                selection=None):
+    """Steps 1-3 given the initial estimate m0: Step 1 `select` (or its result `selection`); Step 2 their
+    pseudo-labels and strongly augmented copies (`Task.augment`); Step 3 the plug-in (4) on the labels plus the
+    copies, bandwidth h. Returns (classifier, dict: n_selected, n_transmitted, side1_share among the transmitted,
+    pseudo_label_error: the share of pseudo-labels that are not the Bayes label of their point)."""
+    xs, y_hat = select(m0, x_u, delta) if selection is None else selection
+    x_t, transmitted = task.augment(xs, rng, balanced)
+    clf = PlugIn(np.concatenate([x_l, x_t]), np.concatenate([y_l, y_hat]), h)
+    side = task.bayes(xs)
+    info = dict(n_selected=int(xs.size), n_transmitted=int(transmitted.sum()),
+                side1_share=float(side[transmitted].mean()) if transmitted.any() else float("nan"),
+                pseudo_label_error=float(np.mean(y_hat != side)) if xs.size else 0.0)
+    return clf, info
+
+
+def excess_risk(task: Task, clf: PlugIn, grid=None) -> float:
+    """R(C) = P(Y != C(X)) - P(Y != C*(X)) (2) = E_l |2m(X) - 1| 1{C(X) != C*(X)} (9), by the midpoint rule
+    on cells of equal P_l mass (`Task.test_grid`)."""
+    grid = task.test_grid() if grid is None else grid
+    return float(np.mean(np.abs(2 * task.m(grid) - 1) * (clf.predict(grid) != task.bayes(grid))))
+
+
+# %% tags=["definitions"]
+# The experiment: one repetition, and the rates fitted from many
+def run_cell(task: Task, n_u: int, zeta: float, seed, c_h=0.5, c_delta=1.5, grid=None, ssl=True) -> dict:
+    """One repetition at (n_u, zeta), seeded by `seed` (anything numpy's SeedSequence takes):
+    - n_l = round(n_u^zeta) labels (at least 8) and the labeled-only plug-in C_l, bandwidth
+      h_l = c_h n_l^{-1/{q(alpha+3)+d}}; C_l's estimate is also Step 1's m0;
+    - (ssl) n_u unlabeled points and C_ssl with the proof's choices:
+      h = c_h (n_l + n_u)^{-1/{q(alpha+3+v+s)+d}}, delta = c_delta h^q (at most 1/2); with the balanced
+      channel (risk_ssl) and, on the same selection, the naive one (risk_naive); and the control, the
+      n_l labels alone at C_ssl's h (risk_l_at_h).
+    Returns the sizes, bandwidths, delta, excess risks and Steps 1-2's counts."""
+    rng, rng_aug, rng_naive = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    grid = task.test_grid() if grid is None else grid
+    a, q, d, v, s = task.alpha, task.q, task.d, task.v, task.s
+    n_l = max(int(round(n_u ** zeta)), 8)
+    x_l, y_l = task.sample_labeled(n_l, rng)
+    h_l = bandwidth(n_l, a, q, d, c=c_h)
+    clf_l = PlugIn(x_l, y_l, h_l)
+    out = dict(n_u=n_u, zeta=zeta, n_l=n_l, h_l=h_l, risk_l=excess_risk(task, clf_l, grid))
+    if not ssl:
+        return out
+    x_u = task.sample_unlabeled(n_u, rng)
+    h = bandwidth(n_l + n_u, a, q, d, v, s, c=c_h)
+    delta = min(c_delta * h ** q, 0.5)
+    chosen = select(clf_l, x_u, delta)
+    clf_ssl, info = ssl_plug_in(task, clf_l, x_l, y_l, x_u, h, delta, rng_aug, True, chosen)
+    clf_naive, info_naive = ssl_plug_in(task, clf_l, x_l, y_l, x_u, h, delta, rng_naive, False, chosen)
+    out.update(h_ssl=h, delta=delta, risk_ssl=excess_risk(task, clf_ssl, grid),
+               risk_l_at_h=excess_risk(task, PlugIn(x_l, y_l, h), grid),
+               risk_naive=excess_risk(task, clf_naive, grid), **info,
+               side1_share_naive=info_naive["side1_share"])
+    return out
+
+
+def fit_exponent(n, risk) -> float:
+    """The rate e of risk ~ n^-e: minus the least-squares slope of log(risk) on log(n)."""
+    return float(-np.polyfit(np.log(np.asarray(n, float)), np.log(np.asarray(risk, float)), 1)[0])
+
+
+def bootstrap_exponents(n, risks, resamples: int = 200, seed=0):
+    """(rate, replicates): `fit_exponent` of the mean over the repetitions of risks (repetitions, len(n)) (the
+    expected excess risk, as in (30)), and its bootstrap replicates over the repetitions (seeded by `seed`)."""
+    risks = np.asarray(risks, float)
+    rng, reps = np.random.default_rng(seed), risks.shape[0]
+    boot = np.array([fit_exponent(n, risks[rng.integers(0, reps, reps)].mean(0))
+                     for _ in range(resamples)])
+    return fit_exponent(n, risks.mean(0)), boot
+
+
+def bootstrap_ratio(n, risk_a, risk_b, resamples: int = 200, seed=0) -> dict:
+    """One classifier's mean risk (risk_a: (repetitions, len(n))) against another's on the same draws: the slope
+    of log(mean risk_a / mean risk_b) on log(n) (negative: a gains on b as n grows; (8) predicts
+    zeta e_l - e_ssl for C_ssl against C_l) and that log ratio at the largest n, each with bootstrap replicates
+    (the same resampled repetitions for a and b).
+    Returns dict(slope, slope_boot, log_ratio_last, log_ratio_last_boot)."""
+    a, b, ln = np.asarray(risk_a, float), np.asarray(risk_b, float), np.log(np.asarray(n, float))
+    rng = np.random.default_rng(seed)
+
+    def stats(idx):
+        lr = np.log(a[idx].mean(0)) - np.log(b[idx].mean(0))
+        return np.polyfit(ln, lr, 1)[0], lr[-1]
+
+    slope, last = stats(np.arange(a.shape[0]))
+    boot = np.array([stats(rng.integers(0, a.shape[0], a.shape[0])) for _ in range(resamples)])
+    return dict(slope=float(slope), slope_boot=boot[:, 0], log_ratio_last=float(last),
+                log_ratio_last_boot=boot[:, 1])
+
+
+# %% [markdown]
+# ## The rule (fixed before these draws)
 #
 # - $\alpha = q = v = s = 1$, $d = 1$: $e_l = 0.4$, $e_{ssl} = 2/7 \approx 0.286$, $\zeta^* = 5/7 \approx 0.714$.
 # - $C_l$: the box-kernel plug-in (4) on $n_l$ labels, bandwidth $h_l = 0.5\, n_l^{-1/(q(\alpha+3)+d)}$.
@@ -52,7 +343,7 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 
-from semifl_core import report, theory
+from semifl_core import report
 from semifl_core.config import ConfigError
 from semifl_core.report.runs import check_injected
 
@@ -68,7 +359,7 @@ pd.set_option('display.max_columns', 50, 'display.width', 250, 'display.max_colw
 report.plain_tables()                                          # tables without pandas' row numbers
 
 # w = 0.8, rho = 0.5, eps = 0.5 (the band is all of [0, 1])
-task = theory.Task(alpha=1.0, q=1.0, v=1.0, s=1.0)
+task = Task(alpha=1.0, q=1.0, v=1.0, s=1.0)
 C_H, C_DELTA = 0.5, 1.0                                # h = C_H n^(-1/D), delta = C_DELTA h^q
 ZETAS = [0.5, 0.7, 0.9] if fast else [0.5, 0.6, 0.7, 0.8, 0.9]
 N = [int(round(10 ** e)) for e in np.arange(3, (5 if fast else 6) + 0.01, 0.5)]
@@ -132,9 +423,9 @@ pd.DataFrame([
 # zeta = 1 without unlabeled data gives C_l's rate on n_l = n.
 started = time.time()
 grid = task.test_grid()
-rows = [dict(theory.run_cell(task, n, z, [seed, round(1000 * z), n, r], C_H, C_DELTA, grid), rep=r)
+rows = [dict(run_cell(task, n, z, [seed, round(1000 * z), n, r], C_H, C_DELTA, grid), rep=r)
         for z in ZETAS for n in N for r in range(REPS)]
-rows += [dict(theory.run_cell(task, n, 1.0, [seed, 1000, n, r], C_H, C_DELTA, grid, ssl=False),
+rows += [dict(run_cell(task, n, 1.0, [seed, 1000, n, r], C_H, C_DELTA, grid, ssl=False),
               rep=r) for n in N for r in range(REPS)]
 df = pd.DataFrame(rows)
 print(f'{len(df)} runs in {time.time() - started:.0f} s; the largest share of wrong pseudo-labels '
@@ -159,7 +450,7 @@ def risks(col, zeta):
 
 
 def rate_row(name, against, col, zeta, bound):
-    rate, boot = theory.bootstrap_exponents(N, risks(col, zeta), seed=seed)
+    rate, boot = bootstrap_exponents(N, risks(col, zeta), seed=seed)
     return dict(classifier=name, **{'n grows': against}, bound=round(bound, 2),
                 measured=round(rate, 2), spread=round(float(boot.std()), 2),
                 **{'at least the bound': report.bootstrap_at_least(boot, bound)})
@@ -194,12 +485,12 @@ rates
 # of the proof's bandwidth, and the measured rates can exceed it only while the variance still
 # counts.
 dense = task.test_grid(2 ** 20)
-bandwidths = {'C_l': [theory.bandwidth(n, task.alpha, task.q, task.d, c=C_H) for n in N],
-              'C_ssl': [theory.bandwidth(n, task.alpha, task.q, task.d, task.v, task.s, c=C_H)
+bandwidths = {'C_l': [bandwidth(n, task.alpha, task.q, task.d, c=C_H) for n in N],
+              'C_ssl': [bandwidth(n, task.alpha, task.q, task.d, task.v, task.s, c=C_H)
                         for n in N]}
-bias_only = {label: [theory.excess_risk(task, theory.plug_in(dense, task.m(dense), h), grid)
+bias_only = {label: [excess_risk(task, PlugIn(dense, task.m(dense), h), grid)
                      for h in hs] for label, hs in bandwidths.items()}
-bias_rates = {k: theory.fit_exponent(N, r) for k, r in bias_only.items()}
+bias_rates = {k: fit_exponent(N, r) for k, r in bias_only.items()}
 print(f"bias-only rates: C_l {bias_rates['C_l']:.2f} (bound {e_l:.2f}), "
       f"C_ssl {bias_rates['C_ssl']:.2f} (bound {e_ssl:.2f})")
 
@@ -250,8 +541,8 @@ report.save_figure(fig, figures_dir, 'theorem1_rates')
 # unlabeled copies help.
 crit = []
 for z in ZETAS:
-    out = theory.bootstrap_ratio(N, risks('risk_ssl', z), risks('risk_l', z), seed=seed)
-    ctrl = theory.bootstrap_ratio(N, risks('risk_ssl', z), risks('risk_l_at_h', z), seed=seed)
+    out = bootstrap_ratio(N, risks('risk_ssl', z), risks('risk_l', z), seed=seed)
+    ctrl = bootstrap_ratio(N, risks('risk_ssl', z), risks('risk_l_at_h', z), seed=seed)
     crit.append({'zeta': z, 'inside (8)': 'yes' if z < zeta_star else 'no',
                  'predicted slope': round(z * e_l - e_ssl, 3),
                  'measured slope': round(out['slope'], 2),
@@ -331,7 +622,7 @@ def theorem1_claims(rates: pd.DataFrame, crit: pd.DataFrame, bias_rates: dict, t
     at the largest n_u, and the copies' own share of the gain), each verdict by rule.at_least with the bootstrap
     spread. rates: one row per classifier (classifier, measured, spread, 'at least the bound'; C_l's first);
     crit: one row per zeta (the notebook's critical-region table); bias_rates: {'C_l': rate, 'C_ssl': rate} of
-    the bias alone; task: theory.Task; n: the sample sizes."""
+    the bias alone; task: Task; n: the sample sizes."""
     e_l, e_ssl, zeta_star = task.rate(labeled=True), task.rate(), task.zeta_star()
     largest = f"10^{np.log10(n[-1]):g}"
     ssl_rows = rates[rates.classifier.str.startswith("C_ssl, ")]

@@ -1,10 +1,15 @@
-"""semifl_core.theory (notebooks/theorem1): the exponents of Theorem 1 and (8), the synthetic task's exponents
-(margin alpha, Hoelder q, tail s, coverage v), the box-kernel plug-in (4), Steps 1-3 and the excess risk (2)."""
+"""The theorem1 notebook's model of appendix E (its own code, the cells tagged `definitions`): the exponents of
+Theorem 1 and (8), the synthetic task's exponents (margin alpha, Hoelder q, tail s, coverage v), the box-kernel
+plug-in (4), Steps 1-3 and the excess risk (2)."""
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
-from semifl_core import theory
-from semifl_core.theory import Task
+from notebook_code import load
+
+theory = SimpleNamespace(**load("theorem1"))   # the notebook's own code
+Task = theory.Task
 
 
 # ---------------------------------------------------------------------------------------------- the exponents
@@ -133,7 +138,7 @@ def test_plug_in_is_the_box_kernel_nadaraya_watson_estimate():
     rng = np.random.default_rng(5)
     x, y = rng.random(300), rng.random(300) < 0.4
     x[:3] = [0.2, 0.3, 0.45]                                       # queries at exactly h from these points
-    clf = theory.plug_in(x, y, 0.05)
+    clf = theory.PlugIn(x, y, 0.05)
     queries = np.r_[rng.random(200), 0.25, 0.35, 0.4, -1.0]
     inside = np.abs(queries[:, None] - x[None, :]) <= 0.05 * (1 + 1e-12)
     counts, sums = inside.sum(1), (inside * y).sum(1)
@@ -150,12 +155,12 @@ def test_plug_in_with_infinite_data_is_the_bayes_rule():
     xs = sym.test_grid(2 ** 18)
     grid = sym.test_grid(2 ** 13)
     for h in (0.2, 0.05, 0.01):
-        assert np.array_equal(theory.plug_in(xs, sym.m(xs), h).predict(grid), sym.bayes(grid))
-        assert theory.excess_risk(sym, theory.plug_in(xs, sym.m(xs), h), grid) == 0
+        assert np.array_equal(theory.PlugIn(xs, sym.m(xs), h).predict(grid), sym.bayes(grid))
+        assert theory.excess_risk(sym, theory.PlugIn(xs, sym.m(xs), h), grid) == 0
     task = Task()
     xs = task.test_grid(2 ** 20)
     hs = np.array([0.1, 0.05, 0.025])
-    risks = [theory.excess_risk(task, theory.plug_in(xs, task.m(xs), h)) for h in hs]
+    risks = [theory.excess_risk(task, theory.PlugIn(xs, task.m(xs), h)) for h in hs]
     assert risks[-1] < 1e-4
     assert np.polyfit(np.log(hs), np.log(risks), 1)[0] == pytest.approx(task.q * (1 + task.alpha), abs=0.1)
 
@@ -163,10 +168,10 @@ def test_plug_in_with_infinite_data_is_the_bayes_rule():
 def test_excess_risk_of_the_bayes_rule_is_zero_and_of_a_constant_is_closed_form():
     task = Task(rho=0.0)
     grid = task.test_grid()
-    bayes = theory.plug_in(np.array([0.25, 0.75]), np.array([0.0, 1.0]), 0.25)   # predicts x >= 1/2 on [0, 1]
+    bayes = theory.PlugIn(np.array([0.25, 0.75]), np.array([0.0, 1.0]), 0.25)   # predicts x >= 1/2 on [0, 1]
     assert np.array_equal(bayes.predict(grid), task.bayes(grid))
     assert theory.excess_risk(task, bayes, grid) == 0
-    zero = theory.plug_in(np.array([0.5]), np.array([0.0]), 1.0)                  # always class 0
+    zero = theory.PlugIn(np.array([0.5]), np.array([0.0]), 1.0)                  # always class 0
     # E_l |2m - 1| 1{x >= 1/2} = int_0^{1/2} min(1, 2y/w) dy = w/4 + (1 - w)/2 for alpha = q = 1, rho = 0
     assert theory.excess_risk(task, zero, grid) == pytest.approx(task.w / 4 + (1 - task.w) / 2, rel=1e-6)
 
@@ -177,7 +182,7 @@ def test_steps_select_confident_points_with_their_bayes_labels():
     task = Task()
     rng = np.random.default_rng(6)
     x_l, y_l = task.sample_labeled(20_000, rng)
-    m0 = theory.plug_in(x_l, y_l, 0.05)
+    m0 = theory.PlugIn(x_l, y_l, 0.05)
     x_u = task.sample_unlabeled(50_000, rng)
     xs, y_hat = theory.select(m0, x_u, 0.1)
     m0_s = m0.m(xs)
