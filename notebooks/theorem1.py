@@ -376,11 +376,9 @@ print(f'n = {N[0]} ... {N[-1]}, zeta in {ZETAS}, {REPS} repetitions, seed {seed}
 # %% [markdown]
 # ## The construction, checked
 #
-# Each exponent of the appendix's assumptions as this task realizes it, and the exponent measured on the task itself.
+# Each exponent of the appendix's assumptions as this task realizes it, and the exponent measured on the task itself (closed forms, or seeded samples of $10^6$ points).
 
 # %% tags=["nbval-check-output"]
-# The construction, checked: each exponent of the appendix's assumptions as this task realizes it,
-# and the exponent measured on the task itself (closed forms, or seeded samples of 10^6 points).
 rng = np.random.default_rng([seed, 1])
 t = np.array([0.01, 0.02, 0.05, 0.1, 0.2])
 x_l, _ = task.sample_labeled(10 ** 6, rng)
@@ -416,11 +414,9 @@ pd.DataFrame([
 # %% [markdown]
 # ## The runs
 #
-# Every $(\zeta, n_u, \text{repetition})$ gives $C_l$ and $C_{ssl}$ (both channels) on the same draws; below, what Steps 1-2 selected and transmitted at the largest $n_u$.
+# Every $(\zeta, n_u, \text{repetition})$ gives $C_l$ and $C_{ssl}$ (both channels) on the same draws, and $\zeta = 1$ without unlabeled data gives $C_l$'s rate on $n_l = n$; below, what Steps 1-2 selected and transmitted at the largest $n_u$.
 
 # %%
-# The runs: every (zeta, n_u, repetition) gives C_l and C_ssl (both channels) on the same draws;
-# zeta = 1 without unlabeled data gives C_l's rate on n_l = n.
 started = time.time()
 grid = task.test_grid()
 rows = [dict(run_cell(task, n, z, [seed, round(1000 * z), n, r], C_H, C_DELTA, grid), rep=r)
@@ -459,12 +455,9 @@ def rate_row(name, against, col, zeta, bound):
 # %% [markdown]
 # ## The rates beside the bounds
 #
-# Minus the log-log slope of the mean excess risk, beside the theorem's exponent (an upper bound on the risk, so a lower bound on the rate).
+# Minus the log-log slope of the mean excess risk, beside the theorem's exponent (an upper bound on the risk, so a lower bound on the rate). Spread: the standard deviation over 200 bootstrap resamples of the repetitions.
 
 # %% tags=["nbval-check-output"]
-# The rates: minus the log-log slope of the mean excess risk, beside the theorem's exponent (an
-# upper bound on the risk, so a lower bound on the rate). Spread: sd over 200 bootstrap resamples of
-# the repetitions.
 rates = pd.DataFrame(
     [rate_row('C_l (labels only)', 'n_l = n', 'risk_l', 1.0, e_l)]
     + [rate_row(f'C_ssl, zeta={z:g}', f'n_u (n_l = n_u^{z:g})', 'risk_ssl', z, e_ssl)
@@ -476,14 +469,9 @@ rates
 # %% [markdown]
 # ## The bias alone
 #
-# The plug-in trained on infinitely many points at the rule's bandwidths: its rate is exactly the bound's.
+# The plug-in trained on infinitely many points (labels replaced by $m$ on a $2^{20}$-point $P_l$ grid) at the rule's bandwidths ($n = n_l$ for $C_l$, $n = n_u$ for $C_{ssl}$). Its risk $\sim h^{q(1+\alpha)} = h^2$ makes its rates exactly the bounds: the bound is reached by the bias of the proof's bandwidth, and the measured rates can exceed it only while the variance still counts.
 
 # %% tags=["nbval-check-output"]
-# The bias alone: the plug-in trained on infinitely many points (labels replaced by m on a
-# 2^20-point P_l grid) at the rule's bandwidths (n = n_l for C_l, n = n_u for C_ssl). Its risk ~
-# h^{q(1+alpha)} = h^2 makes the rule's rates exactly the bounds: the bound is reached by the bias
-# of the proof's bandwidth, and the measured rates can exceed it only while the variance still
-# counts.
 dense = task.test_grid(2 ** 20)
 bandwidths = {'C_l': [bandwidth(n, task.alpha, task.q, task.d, c=C_H) for n in N],
               'C_ssl': [bandwidth(n, task.alpha, task.q, task.d, task.v, task.s, c=C_H)
@@ -531,14 +519,9 @@ report.save_figure(fig, figures_dir, 'theorem1_rates')
 # %% [markdown]
 # ## The critical region (8)
 #
-# Per $\zeta$, the ratio of mean risks $C_{ssl} / C_l$ on the same draws: its log-log slope in $n_u$ (predicted from the bounds: $\zeta e_l - e_{ssl}$, negative inside the region) and its value at the largest $n_u$.
+# Per $\zeta$, the ratio of mean risks $C_{ssl} / C_l$ on the same draws: its log-log slope in $n_u$ (predicted from the bounds: $\zeta e_l - e_{ssl}$, negative inside the region) and its value at the largest $n_u$, verdicts as above with the bootstrap spread (paired resamples). The control: $C_{ssl}$ against the labels alone at $C_{ssl}$'s bandwidth $h$ (same draws): below 1, the unlabeled copies help.
 
 # %% tags=["nbval-check-output"]
-# The critical region (8): per zeta, the ratio of mean risks C_ssl / C_l on the same draws. Its
-# log-log slope in n_u (predicted from the bounds: zeta e_l - e_ssl, negative inside the region) and
-# its value at the largest n_u. Verdicts as above, with the bootstrap spread (paired resamples).
-# Control: C_ssl against the labels alone at C_ssl's bandwidth h (same draws): below 1, the
-# unlabeled copies help.
 crit = []
 for z in ZETAS:
     out = bootstrap_ratio(N, risks('risk_ssl', z), risks('risk_l', z), seed=seed)
@@ -600,7 +583,7 @@ report.save_figure(fig, figures_dir, 'theorem1_critical')
 # %% [markdown]
 # ## How the claims are judged
 #
-# Each claim reads a verdict already in the tables above (`bootstrap_at_least`, in `semifl_core/report/rule.py`); a claim made for several $\zeta$ combines them by `every`, and a claim outside the region (8) reads the same verdicts the other way round (`flip`).
+# Each claim reads a verdict already in the tables above (`bootstrap_at_least`, in `semifl_core/report/rule.py`); a claim made for several $\zeta$ combines them by `every` (held when held at each, not held when not held at one, else within noise), and a claim outside the region (8) reads the same verdicts the other way round (`flip`).
 
 # %% tags=["definitions"]
 import numpy as np
@@ -685,7 +668,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# The rule of this notebook (the rule section above): a measured quantity A claimed to be at least B (a rate at least its bound; a slope below zero; a risk ratio below 1) is *held* when A's estimate exceeds B by more than A's spread, *not held* when it falls short of B by that much, and *within noise* otherwise. A's spread is its standard deviation over 200 bootstrap resamples of the repetitions (paired resamples for a ratio); B is a number with no spread. A claim made for several zeta is held when it is held at each, not held when it is not held at one, and within noise otherwise. The bias-only claim is exact (it compares two computed rates to 0.02).
+# Each verdict by the rule above (fixed before these draws), combined over $\zeta$ as "How the claims are judged" says; the bias-only claim is exact: it compares two computed rates to 0.02.
 
 # %% tags=["nbval-check-output"]
 claims
