@@ -26,10 +26,6 @@ rounds = None              # None -> the profile's rounds (else half of them war
 
 
 # %%
-import pandas as pd
-import matplotlib
-import matplotlib.pyplot as plt
-import seaborn as sns
 from semifl_core import report
 from semifl_core.config import ConfigError
 from semifl_core.methods import CBAFED, SERVER

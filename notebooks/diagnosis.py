@@ -31,11 +31,7 @@ num_supervised_list = None  # None -> [40, the N_S of the profile]
 
 # %%
 import pandas as pd
-import matplotlib
-import matplotlib.pyplot as plt
-import seaborn as sns
 from semifl_core import report
-from semifl_core.report import paper
 
 # checks the parameters (a bad one: one line saying which and why), sets the styles,
 # says what runs and where

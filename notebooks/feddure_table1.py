@@ -35,10 +35,6 @@ rounds = None              # None -> the profile's number of rounds
 
 
 # %%
-import pandas as pd
-import matplotlib
-import matplotlib.pyplot as plt
-import seaborn as sns
 from IPython.display import display
 from semifl_core import report
 from semifl_core.config import ConfigError

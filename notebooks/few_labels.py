@@ -28,10 +28,6 @@ figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
 # %%
-import pandas as pd
-import matplotlib
-import matplotlib.pyplot as plt
-import seaborn as sns
 from semifl_core import report
 from semifl_core.report import configs
 
@@ -40,7 +36,7 @@ from semifl_core.report import configs
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
                                          results_dir, figures_dir)
 ds = pairs[0][0]
-few_ns = [(ds, n) for n in configs.FEW_LABEL_NS] if profile in ('small', 'long') else pairs[:1]
+few_ns = [(ds, n) for n in (40, 100)] if profile in ('small', 'long') else pairs[:1]
 
 # %%
 df = report.run_pairs(report.few_label_configs, profile, few_ns, seed_list, results_dir, device,
@@ -90,7 +86,7 @@ def few_label_curves(df) -> pd.DataFrame:
 
 # %%
 cur = few_label_curves(df)
-order = [*configs.few_label_rows(), 'Partially Supervised', 'Fully Supervised']
+order = [*few_label_rows(), 'Partially Supervised', 'Fully Supervised']
 data_name = report.paper.DATASET_NAMES.get(ds, ds)
 fig = report.lineplot_grid(
     cur[cur.metric == 'test accuracy (%)'], 'value', hue='rule', col='N_S', hue_order=order,
@@ -144,9 +140,9 @@ few_label_table(df)
 # Per round, over the active clients: the share of the fix set's largest class (1.0 = one class only), the label ratio (fix-set size over the clients' images) and the fix set's pseudo-label accuracy. Mean and a band of one std over seeds. The fixed rule's curves come from its instrumented runs (the diagnosis notebook's: `diagnostics=True` records the fix set's classes and trains as the plain run does on the same machine and kernels; the committed instrumented and plain runs were trained on different machines and part from round 1, so only these curves come from the instrumented runs: the label_skew notebook, "Which runs each table uses").
 
 # %%
-pseudo = cur[(cur.metric != 'test accuracy (%)') & cur.rule.isin(configs.few_label_rows())]
+pseudo = cur[(cur.metric != 'test accuracy (%)') & cur.rule.isin(few_label_rows())]
 fig = report.lineplot_grid(pseudo, 'value', hue='rule', col='N_S', row='metric',
-                           hue_order=configs.few_label_rows(),
+                           hue_order=few_label_rows(),
                            ylabel={m: m for m in FEW_LABEL_METRICS.values()},
                            bounds=FEW_LABEL_BOUNDS, height=2.8,
                            title='What each rule puts in the fix set, per round')
@@ -157,9 +153,24 @@ report.save_figure(fig, figures_dir, f'few_labels_fixset_{ds}')
 #
 # Where the authors' code runs otherwise than ours, each alone (fields `mix_draws`, `shear_resample`, `cutout_size`), against the profile's SemiFL at N_S=40: the mix set drawn afresh at every read instead of once a round (Eq. 4 defines a set), bilinear shear instead of nearest, and CutoutConst's 40 px fixed instead of scaled with the image (35 px at 28x28). The column *above the profile* is the verdict on the claim that the row's detail ends above the profile's SemiFL. Whatever they read, ours stay the defaults (Eq. 4 defines the mix set as a set drawn once a round; the paper names neither image detail), so every committed run keeps its key ([docs/authors_implementation.md](../docs/authors_implementation.md)).
 
+# %% tags=["definitions"]
+from semifl_core.methods import SEMIFL
+from semifl_core.report.runs import make
+
+AUTHORS_DETAILS = {"mix set drawn at every read": dict(mix_draws="per-read"),
+                   "bilinear shear": dict(shear_resample="bilinear"),
+                   "Cutout 40 px": dict(cutout_size="fixed")}
+
+
+def authors_details_configs(p, ds, n, rounds=None) -> dict:
+    """{'authors' detail | SemiFL': Config}: SemiFL with one of AUTHORS_DETAILS."""
+    return {f"{name} | {label_of(SEMIFL)}": make(p, ds, n, rounds, **over)
+            for name, over in AUTHORS_DETAILS.items()}
+
+
 # %%
 n40 = min(n for _, n in few_ns)
-details = report.run_all(report.authors_details_configs(profile, ds, n40, rounds), seed_list,
+details = report.run_all(authors_details_configs(profile, ds, n40, rounds), seed_list,
                          results_dir, device)
 
 # %% tags=["definitions"]

@@ -22,10 +22,6 @@ rounds = None              # None -> the profile's number of rounds
 
 
 # %%
-import pandas as pd
-import matplotlib
-import matplotlib.pyplot as plt
-import seaborn as sns
 from semifl_core import report
 from semifl_core.report import paper
 

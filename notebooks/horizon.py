@@ -23,10 +23,6 @@ figures_dir = None         # None -> the repository's figures/
 rounds = None              # unused: each horizon sets its own rounds
 
 # %%
-import pandas as pd
-import matplotlib
-import matplotlib.pyplot as plt
-import seaborn as sns
 from semifl_core import report
 
 # checks the parameters (a bad one: one line saying which and why), sets the styles,

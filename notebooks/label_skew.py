@@ -24,7 +24,6 @@ figures_dir = None         # None -> the repository's figures/
 rounds = None              # None -> the profile's number of rounds
 
 # %%
-import matplotlib.pyplot as plt
 import pandas as pd
 from semifl_core import report
 from semifl_core.report import configs

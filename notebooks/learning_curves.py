@@ -21,10 +21,6 @@ methods = []               # methods of your own to add, e.g. ['semifl-prox'] (d
 
 
 # %%
-import pandas as pd
-import matplotlib
-import matplotlib.pyplot as plt
-import seaborn as sns
 from semifl_core import report
 from semifl_core.report import paper
 

@@ -22,12 +22,7 @@ rounds = None              # None -> the profile's number of rounds
 
 
 # %%
-import pandas as pd
-import matplotlib
-import matplotlib.pyplot as plt
-import seaborn as sns
 from semifl_core import report
-from semifl_core.report import paper
 
 # checks the parameters (a bad one: one line saying which and why), sets the styles,
 # says what runs and where

@@ -338,7 +338,6 @@ figures_dir = None         # None -> the repository's figures/
 # %%
 import time
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns

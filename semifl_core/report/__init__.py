@@ -5,7 +5,7 @@ seeds 0-2, confirmation on fresh seeds).
 Re-exported below: the names the notebooks, the CLI, the tests and the docs call as `report.<name>`."""
 from ..config import TRAIN_SIZE, profile
 from .claims import Takeaway, takeaway
-from .configs import (authors_details_configs, cbafed_code_configs, cbafed_configs, cbafed_own_setting_configs,
+from .configs import (cbafed_code_configs, cbafed_configs, cbafed_own_setting_configs,
                       check_methods, diagnosis_configs, diagnosis_ns, feddure_configs, feddure_length_configs,
                       feddure_length_runs, feddure_runs, few_label_configs, figure2_configs, horizon_runs,
                       scale_configs, split_configs, table1_configs, table1_runs, table2_configs, table3_configs,

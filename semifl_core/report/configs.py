@@ -283,9 +283,6 @@ def horizon_configs(p, ds, n, r) -> dict:
 
 
 # The few-label study (notebooks/few_labels.ipynb): SemiFL with each pseudo-label rule (methods/pseudo_labels.py), IID.
-FEW_LABEL_NS = (40, 100)
-
-
 FIXED_INSTRUMENTED = "fixed (instrumented)"   # the fixed rule's runs with diagnostics=True: its fix-set class shares
 
 
@@ -303,17 +300,6 @@ def few_label_rows() -> list[str]:
     """The rows of the few-label study: SemiFL's selection rules, then (FL)^2."""
     from ..methods.pseudo_labels import RULES
     return [*RULES, label_of(FL2)]
-
-
-# The authors' code's three differences from ours, each alone at N_S=40 (where ours ran away harder on one split).
-AUTHORS_DETAILS = {"mix set drawn at every read": dict(mix_draws="per-read"),
-                   "bilinear shear": dict(shear_resample="bilinear"),
-                   "Cutout 40 px": dict(cutout_size="fixed")}
-
-
-def authors_details_configs(p, ds, n, rounds=None) -> dict:
-    """{'authors' detail | SemiFL': Config}: SemiFL with one of the authors' details (AUTHORS_DETAILS)."""
-    return {f"{name} | {label_of(SEMIFL)}": make(p, ds, n, rounds, **over) for name, over in AUTHORS_DETAILS.items()}
 
 
 def longer_profile(p) -> str:
