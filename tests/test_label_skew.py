@@ -19,6 +19,18 @@ from notebook_code import load
 skew = SimpleNamespace(**load("label_skew"))   # the notebook's own code
 
 
+@pytest.mark.parametrize("a, b, want", [
+    ([80, 81, 82], [70, 71, 72], "held"),            # 10 points apart, spreads 0.8 each
+    ([70, 71, 72], [80, 81, 82], "not held"),
+    ([80, 82, 84], [79, 80, 81], "within noise"),    # 2 apart < spreads 1.63 + 0.82
+    ([80, 82, 84], [76, 77, 78], "held"),            # 5 apart > 2.45
+    ([80], [70, 71], "one seed: no verdict"),
+    ([], [70, 71], "not run"),
+])
+def test_the_gates_separation_rule_compares_the_gap_with_both_seed_spreads(a, b, want):
+    assert skew.separation(a, b) == want
+
+
 def _runs(tmp_path, rows: dict) -> pd.DataFrame:
     """A run_all-like frame: {(label, seed): {column: per-round values}} written as metrics.csv files."""
     out = []

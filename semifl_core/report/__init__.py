@@ -12,7 +12,7 @@ from .configs import (cbafed_code_configs, cbafed_configs, cbafed_own_setting_co
                       table5_configs)
 from .figures import lineplot_grid, save_figure, with_baselines
 from .paper import ABLATION_PARTITIONS
-from .rule import above, at_least, bootstrap_at_least, every, separation
+from .rule import above, at_least, every
 from . import confirmation  # noqa: F401 (report.confirmation.frame in the notebooks)
 from .runs import (COLUMNS, curves, estimate_minutes, grid, make, notebook_setup, plain_tables, REPO, repo_path,
                    run_all, run_pairs, runs_summary, say, shown, stored_runs, table_html, train_minutes)

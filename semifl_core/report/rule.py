@@ -4,9 +4,8 @@ The difference of the two arms with a 95 % interval, paired by seed where the ar
 scipy.stats.ttest_rel), Welch's where they do not (`welch`: ttest_ind, equal_var=False), one-sample against a paper's
 number (`at_least`: ttest_1samp); Holm's correction over a family of claims that share a baseline (`holm`). The claims
 tables call `above`, `at_least`, `not_worse` and `every`, each returning a Verdict: the verdict's text carrying its
-interval. The separation rule (the rule before: `separation`) judges only where a rule fixed before its runs named it
-(the label-skew gate). For 'A not worse than B' (`not_worse`) an interval holding zero is within noise, never 'not
-worse': no loss found is not a loss ruled out (loss_ruled_out)."""
+interval. For 'A not worse than B' (`not_worse`) an interval holding zero is within noise, never 'not worse': no
+loss found is not a loss ruled out (loss_ruled_out)."""
 from __future__ import annotations
 
 import numpy as np
@@ -202,17 +201,6 @@ def flip(v) -> Verdict:
                      high=-v.low)
 
 
-def bootstrap_at_least(replicates, x: float) -> Verdict:
-    """A simulated estimate against a fixed x from its bootstrap replicates (theorem1's rates): the percentile interval
-    of replicates - x (the replicates are draws of the estimate, not seeds: no t interval)."""
-    r = np.asarray(replicates, float) - x
-    if len(r) < 20:
-        return Verdict("not run" if len(r) == 0 else "fewer than twenty replicates: no verdict")
-    low, high = np.percentile(r, [100 * ALPHA / 2, 100 * (1 - ALPHA / 2)])
-    verdict = "held" if low > 0 else "not held" if high < 0 else "within noise"
-    return Verdict(verdict, diff=float(np.median(r)), low=float(low), high=float(high), n=len(r), test="bootstrap")
-
-
 def every(verdicts) -> Verdict:
     """A claim made for several cases (Verdicts): held if held in each (no correction needed: every case must pass), not
     held if not held in any, else within noise, 'not all run' or no verdict; shown with the deciding case's interval
@@ -233,17 +221,3 @@ def every(verdicts) -> Verdict:
         text = str(pick)
     weakest = f"{pick.test}, weakest of {len(vs)}" if text in DECIDED and len(vs) > 1 else pick.test
     return pick.replace(text, test=weakest)
-
-
-# ---------------------------------------------------------------------- the separation rule (the label-skew gate's)
-def separation(a, b) -> str:
-    """The separation rule's verdict of 'a above b': held when a's mean exceeds b's by more than the two seed
-    spreads (population std over seeds) together, not held when b's exceeds a's by that much, within noise otherwise."""
-    a, b = np.asarray(a, float), np.asarray(b, float)
-    if len(a) == 0 or len(b) == 0:
-        return "not run"
-    if len(a) < 2 or len(b) < 2:
-        return "one seed: no verdict"
-    if abs(a.mean() - b.mean()) > a.std() + b.std():
-        return "held" if a.mean() > b.mean() else "not held"
-    return "within noise"
