@@ -30,8 +30,6 @@ from semifl_core import report
 from semifl_core.config import ConfigError
 from semifl_core.methods import CBAFED, SERVER
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles,
-# says what runs and where
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
                                          results_dir, figures_dir,
                                          describes=False)

@@ -33,8 +33,6 @@ num_supervised_list = None  # None -> [40, the N_S of the profile]
 import pandas as pd
 from semifl_core import report
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles,
-# says what runs and where
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
                                          results_dir, figures_dir)
 

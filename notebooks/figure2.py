@@ -25,8 +25,6 @@ rounds = None              # None -> the profile's number of rounds
 from semifl_core import report
 from semifl_core.report import paper
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles,
-# says what runs and where
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
                                          results_dir, figures_dir)
 

@@ -25,8 +25,6 @@ rounds = None              # unused: each horizon sets its own rounds
 # %%
 from semifl_core import report
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles,
-# says what runs and where
 seed_list, pairs = report.notebook_setup(profile, seed, seeds if seeds is not None else [0, 1, 2],
                                          dataset, rounds, device, results_dir, figures_dir,
                                          describes=False)

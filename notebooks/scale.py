@@ -3,7 +3,7 @@
 #
 # **The question.** At the `small` profile SemiFL does not beat Partially Supervised (the table1 notebook). Is that the profile's choice of one factor, or does the effect fail to appear anywhere near it? First the rule that sized the `small` profile and the measurements it used (supervised baselines and the CPU budget only; fixed before SemiFL ran on the profile). Then SemiFL - Partially Supervised and the fraction of the Partially -> Fully Supervised gap that SemiFL closes, varying one factor at a time around the profile: N_S (40, 100, 250, 1000), client epochs E (1 against 5), rounds (5x the profile's, the cosine over all of them) and model width (the cnn-w2 CNN, with its own Partially and Fully Supervised runs), IID, seeds 0-2. The paper's points (CIFAR-10, SVHN, CIFAR-100; WResNets, 800 rounds) are drawn beside, labeled as the paper's.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/profiles.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# **How its tables read** (the paper's numbers, the two baselines, mean (std) n, the verdicts): [README](../README.md#the-notebooks).
 #
 # **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
@@ -24,8 +24,6 @@ rounds = None              # None -> the profile's number of rounds
 # %%
 from semifl_core import report
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles,
-# says what runs and where
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
                                          results_dir, figures_dir)
 

@@ -30,8 +30,6 @@ fields = {}                # their own fields' values, e.g. {'prox_mu': 0.1}
 # %%
 from semifl_core import report
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles,
-# says what runs and where
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
                                          results_dir, figures_dir)
 

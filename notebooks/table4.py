@@ -3,7 +3,7 @@
 #
 # The `paper` profile rendered for each (dataset, N_S) of the paper, beside the paper's Table 4 (and the text of Section 4 / Appendix C.1 for M, C, tau, a). Then the fields where the chosen profile differs from the paper's. Nothing is trained here.
 #
-# The paper's numbers are quoted from `semifl_core/report/paper.py` and labeled *paper (dataset, N_S)*: they come from CIFAR-10/SVHN/CIFAR-100 with WResNets and 800 rounds, not from this run. *Partially Supervised* here trains on the N_S labels with SemiFL's server budget (5 epochs a round, for the profile's rounds); *Fully Supervised* on all labels for the profile's length (docs/profiles.md, 'The small profile: how it was sized'). Results are mean (population std) and n over seeds. A claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; fewer than three seeds give no verdict; a claim whose runs are not in the results store yet is 'not run'. The last cell states what held at this profile.
+# **How its tables read** (the paper's numbers, the two baselines, mean (std) n, the verdicts): [README](../README.md#the-notebooks).
 
 # %% [markdown]
 # ## Parameters
@@ -22,8 +22,6 @@ rounds = None              # None -> the profile's number of rounds
 # %%
 from semifl_core import report
 
-# checks the parameters (a bad one: one line saying which and why), sets the styles,
-# says what runs and where
 seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, device,
                                          results_dir, figures_dir)
 
