@@ -32,15 +32,81 @@ seed_list, pairs = report.notebook_setup(profile, seed, seeds, dataset, rounds, 
                                          results_dir, figures_dir)
 ds, n = pairs[0]
 
+# %% tags=["definitions"]
+# Parts 1 and 2's runs, each fixed before its runs (their sections below say why); part 3's remedies are
+# configs.PART3_REMEDIES, which the confirmation reads too.
+from semifl_core.methods import FL2, PARTIALLY_SUPERVISED, SEMIFL
+from semifl_core.methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
+from semifl_core.report.configs import PART3_REMEDIES, SKEW_PARTITION, VLS_LAMBDA, baseline_configs, label_of
+from semifl_core.report.runs import make
+
+FEDRS_ALPHA = 0.5
+FEDRS = f"FedRS, alpha {FEDRS_ALPHA}"
+# FedNTD's not-true distillation (beta 1, tau 1: its released code's values), then FedVLS's vacant-class term
+NTD_BETA, NTD_TAU = 1.0, 1.0
+NTD = f"not-true distillation, beta {NTD_BETA:g}"
+VLS = f"vacant-class distillation, lambda {VLS_LAMBDA:g}"
+REMEDIES = {NTD: dict(ntd_beta=NTD_BETA, ntd_tau=NTD_TAU), VLS: dict(vls_lambda=VLS_LAMBDA)}
+# part 2's gate (n=3 means of the run means): one client update lowers the other classes' test accuracy by less
+# than 10 points and raises its own classes' by at least 3; part 3's is looser (half the fixed rule's drop)
+REMEDY_GATE = {"skew_dacc_unheld": -10.0, "skew_dacc_held": 3.0}
+PART3_GATE = {"skew_dacc_unheld": -14.5, "skew_dacc_held": 3.0}
+REMEDY_PARTITIONS = (SKEW_PARTITION, "dir-0.1", "iid")
+PART3_IID_CHECK = " is not worse than SemiFL's fixed rule under IID at 300 rounds"   # after the remedy's name
+
+
+def label_skew_diagnosis_configs(p, ds, n, rounds=None) -> dict:
+    """SemiFL with the fixed and the client-adaptive rule, and (FL)^2, under K=2, instrumented."""
+    over = dict(partition=SKEW_PARTITION, diagnostics=True)
+    rows = {f"{label_of(SEMIFL)}, {CLIENT_ADAPTIVE}": make(p, ds, n, rounds, pseudo_label_rule=CLIENT_ADAPTIVE,
+                                                           **over),
+            f"{label_of(SEMIFL)}, {FIXED}": make(p, ds, n, rounds, **over),
+            label_of(FL2): make(p, ds, n, rounds, algorithm=FL2, **over)}
+    return {f"{row} | {SKEW_PARTITION} (instrumented)": cfg for row, cfg in rows.items()}
+
+
+def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
+    """The first fix (the global-adaptive rule) and the client-adaptive rule, IID and K=2; the baselines."""
+    out = {f"{rule} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, pseudo_label_rule=rule,
+                                                         partition=part)
+           for part in ("iid", SKEW_PARTITION) for rule in (GLOBAL_ADAPTIVE, CLIENT_ADAPTIVE)}
+    return {**out, **baseline_configs(p, ds, n, rounds)}
+
+
+def label_skew_fedrs_configs(p, ds, n, rounds=None) -> dict:
+    """SemiFL with FedRS's restricted softmax and with plain softmax (the fixed rule both), K=2 and IID, the
+    instrumented FedRS run under K=2, and the baselines."""
+    out = {f"{row} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part, **over)
+           for part in (SKEW_PARTITION, "iid")
+           for row, over in ((FEDRS, dict(fedrs_alpha=FEDRS_ALPHA)), (FIXED, {}))}
+    out[f"{FEDRS} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)"] = make(
+        p, ds, n, rounds, partition=SKEW_PARTITION, fedrs_alpha=FEDRS_ALPHA, diagnostics=True)
+    return {**out, **baseline_configs(p, ds, n, rounds)}
+
+
+def label_skew_gate_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
+    """The gate's runs of one remedy of part 2 or 3: instrumented, K=2."""
+    over = {**REMEDIES, **PART3_REMEDIES}[remedy]
+    return {f"{remedy} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)": make(
+        p, ds, n, rounds, partition=SKEW_PARTITION, diagnostics=True, **over)}
+
+
+def label_skew_remedy_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
+    """A part-2 remedy's cells: SemiFL with and without it (fixed rule) at REMEDY_PARTITIONS; the baselines."""
+    out = {f"{row} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part, **over)
+           for part in REMEDY_PARTITIONS for row, over in ((remedy, REMEDIES[remedy]), (FIXED, {}))}
+    return {**out, **baseline_configs(p, ds, n, rounds)}
+
+
 # %%
 def runs(configs_of, *args):
     cfgs = configs_of(profile, ds, n, *args, rounds=rounds)
     return report.run_all(cfgs, seed_list, results_dir, device)
 
 
-fix = runs(configs.label_skew_fix_configs)
-mech = runs(configs.label_skew_diagnosis_configs)
-fedrs = runs(configs.label_skew_fedrs_configs)
+fix = runs(label_skew_fix_configs)
+mech = runs(label_skew_diagnosis_configs)
+fedrs = runs(label_skew_fedrs_configs)
 # FedRS's instrumented runs join the mechanism table
 mech = pd.concat([mech, fedrs[fedrs.label.str.endswith('(instrumented)')]], ignore_index=True)
 
@@ -49,8 +115,6 @@ mech = pd.concat([mech, fedrs[fedrs.label.str.endswith('(instrumented)')]], igno
 # its rounds (fixed before the runs: every evaluated round counts alike).
 import numpy as np
 import pandas as pd
-from semifl_core.methods import PARTIALLY_SUPERVISED, SEMIFL
-from semifl_core.methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED, GLOBAL_ADAPTIVE
 from semifl_core.report.paper import IID, NON_IID_K2
 from semifl_core.report.runs import curves
 from semifl_core.report.tables import mean_std, seed_values, seeded
@@ -124,7 +188,6 @@ report.save_figure(fig, figures_dir, f'label_skew_outcome_{ds}')
 # %% tags=["definitions"]
 # This study's own tables and claims.
 from semifl_core.report.claims import INTERVAL, Takeaway, claims as make_claims
-from semifl_core.report.configs import FEDRS, NTD, PART3_IID_CHECK, PART3_REMEDIES, REMEDY_GATE, VLS, label_of
 from semifl_core.report.rule import Verdict, above, at_least, at_seeds, flip, holm, loss_ruled_out
 
 
@@ -240,7 +303,7 @@ mechanism_table(mech)
 
 # %% tags=["definitions"]
 def fedrs_table(df: pd.DataFrame) -> pd.DataFrame:
-    """The second fix (df: run_all over configs.label_skew_fedrs_configs): final-round accuracy of SemiFL with
+    """The second fix (df: run_all over label_skew_fedrs_configs): final-round accuracy of SemiFL with
     FedRS's restricted softmax, SemiFL with plain softmax (the fixed rule both) and Partially Supervised per
     partition, with the verdicts of FedRS against both."""
     return _judged_table(df, (FEDRS, "SemiFL + FedRS"), (FIXED, "SemiFL (fixed rule)"), ("FedRS", "SemiFL"))
@@ -261,7 +324,7 @@ fedrs_table(fedrs)
 
 # %% tags=["definitions"]
 def remedy_table(df: pd.DataFrame, remedy: str) -> pd.DataFrame:
-    """A distillation remedy's cells (df: run_all over configs.label_skew_remedy_configs): final-round accuracy
+    """A distillation remedy's cells (df: run_all over label_skew_remedy_configs): final-round accuracy
     of SemiFL with it, SemiFL without (the fixed rule both) and Partially Supervised at K=2, Dir(0.1) and IID,
     with the remedy's verdicts against both."""
     return _judged_table(df, (remedy, f"SemiFL + {remedy}"), (FIXED, "SemiFL (fixed rule)"),
@@ -277,7 +340,7 @@ GATE, PASSED, FAILED = "gate (train the accuracy cells?)", "gate passed", "gate 
 
 
 def gate_table(mech: pd.DataFrame) -> pd.DataFrame:
-    """The remedies' gate (configs.REMEDY_GATE, fixed before their runs): per instrumented row, one client
+    """The remedies' gate (REMEDY_GATE, fixed before their runs): per instrumented row, one client
     update's test-accuracy change on its classes and on the other classes (mean (std) n of the runs' means over
     their rounds), and, for the two distillations, whether the n=seeds means pass the gate (PASSED / FAILED;
     'not run' without runs)."""
@@ -299,7 +362,7 @@ def passed_gates(gates: pd.DataFrame) -> list[str]:
 
 
 # %%
-gates = pd.concat([runs(configs.label_skew_gate_configs, r) for r in configs.REMEDIES],
+gates = pd.concat([runs(label_skew_gate_configs, r) for r in REMEDIES],
                   ignore_index=True)
 gate = gate_table(pd.concat([mech, gates], ignore_index=True))
 
@@ -311,8 +374,8 @@ gate
 
 # %% tags=["nbval-check-output"]
 passed = passed_gates(gate)
-remedies = {r: remedy_table(runs(configs.label_skew_remedy_configs, r), r)
-            if r in passed else None for r in configs.REMEDIES}
+remedies = {r: remedy_table(runs(label_skew_remedy_configs, r), r)
+            if r in passed else None for r in REMEDIES}
 for r, table in remedies.items():
     trained = "" if table is not None else "; no accuracy cells trained"
     print(f"{r}: {gate.loc[r, GATE]}{trained}")
@@ -345,11 +408,11 @@ for r, table in remedies.items():
 # %% tags=["definitions"]
 # Part 3's gate, its `long` cells and the rule that sends a remedy to IID.
 from semifl_core.report import configs
-from semifl_core.report.configs import (NO_GLOBAL_MOMENTUM, PART3_GATE, PART3_LONG_PARTITIONS,
-                                        PART3_LONG_REGARDLESS, PART3_NAMES, SKEW_PARTITION)
+from semifl_core.report.configs import NO_GLOBAL_MOMENTUM, ONE_EPOCH, PART3_LONG_PARTITIONS, PART3_NAMES
 from semifl_core.report.runs import stored_runs
 
 FINAL = "remedy's final"
+PART3_LONG_REGARDLESS = (ONE_EPOCH, NO_GLOBAL_MOMENTUM)   # fewer steps: their `long` K=2 cells run regardless
 
 
 def separation(a, b) -> str:
@@ -367,7 +430,7 @@ def separation(a, b) -> str:
 
 
 def part3_gate_table(gates: pd.DataFrame, judges: pd.DataFrame) -> pd.DataFrame:
-    """Part 3's gate (configs.PART3_GATE, fixed before its runs) per remedy (gates: its instrumented K=2 `small`
+    """Part 3's gate (PART3_GATE, fixed before its runs) per remedy (gates: its instrumented K=2 `small`
     runs; judges: configs.label_skew_judges at `small`): one update's change on a client's own and other classes
     (mean (std) n of the run means), the K=2 `small` final beside the fixed rule's (Table 1's cell), and the
     gate: passed by the mechanism (PART3_GATE) or by the final (held above the fixed rule's: separation), else
@@ -401,7 +464,7 @@ def committed_part3_gate(p, ds, n, results_dir=None) -> pd.DataFrame:
     """part3_gate_table on the committed runs at seeds 0-2, whatever seeds a render uses: the notebook plans its
     `long` runs from it. stored_runs is quiet, where run_all's lines would count the gate's runs twice in the
     README."""
-    gates = pd.concat([stored_runs(configs.label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
+    gates = pd.concat([stored_runs(label_skew_gate_configs(p, ds, n, r), (0, 1, 2), results_dir)
                        for r in PART3_REMEDIES], ignore_index=True)
     return part3_gate_table(gates, stored_runs(configs.label_skew_judges(p, ds, n), (0, 1, 2), results_dir))
 
@@ -454,7 +517,7 @@ def part3_iid_plan(long_table: pd.DataFrame) -> list[str]:
 
 
 # %%
-gates3 = pd.concat([runs(configs.label_skew_gate_configs, r) for r in configs.PART3_REMEDIES],
+gates3 = pd.concat([runs(label_skew_gate_configs, r) for r in configs.PART3_REMEDIES],
                    ignore_index=True)
 part3_gate_table(gates3, runs(configs.label_skew_judges))
 

@@ -355,86 +355,20 @@ def few_label_noniid_configs(p, ds, n, rows, partition="non-iid-l-2") -> dict:
             label_of(PARTIALLY_SUPERVISED): cfgs[label_of(PARTIALLY_SUPERVISED)]}
 
 
-# "Why does the few-label fix stop working under label skew?": the rules under K=2 at `small`, instrumented (adds, per
-# evaluated round, pseudo_labels.skew_measures and the client models' per-class accuracy shift; see few_label_configs).
+# The label-skew study (notebooks/label_skew.ipynb; parts 1 and 2's runs are defined there): what the confirmation
+# reads too, part 3's remedies at `long`, fixed before any code or run of them: FedVLS as its released code trains
+# (lambda 0.1, its paper's value for CIFAR-10 and MNIST), a head the clients do not train (FedBABU), fewer local steps
+# (E=1; separately, no global momentum).
 SKEW_PARTITION = "non-iid-l-2"
-
-
-def label_skew_diagnosis_configs(p, ds, n, rounds=None) -> dict:
-    """{'row | Non-IID K=2 (instrumented)': Config}: SemiFL with the fixed and the client-adaptive rule, and (FL)^2."""
-    from ..methods.pseudo_labels import CLIENT_ADAPTIVE, FIXED
-    over = dict(partition=SKEW_PARTITION, diagnostics=True)
-    rows = {f"{label_of(SEMIFL)}, {CLIENT_ADAPTIVE}": make(p, ds, n, rounds, pseudo_label_rule=CLIENT_ADAPTIVE, **over),
-            f"{label_of(SEMIFL)}, {FIXED}": make(p, ds, n, rounds, **over),
-            label_of(FL2): make(p, ds, n, rounds, algorithm=FL2, **over)}
-    return {f"{row} | {SKEW_PARTITION} (instrumented)": cfg for row, cfg in rows.items()}
-
-
-# The label-skew fix, fixed before its runs (notebooks/label_skew.ipynb): SemiFL with the global-adaptive rule.
-def label_skew_fix_configs(p, ds, n, rounds=None) -> dict:
-    """{'rule | SemiFL | partition': Config} for the fix and the runs it is judged against, and Partially Supervised."""
-    from ..methods.pseudo_labels import CLIENT_ADAPTIVE, GLOBAL_ADAPTIVE
-    out = {f"{rule} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, pseudo_label_rule=rule, partition=part)
-           for part in ("iid", SKEW_PARTITION) for rule in (GLOBAL_ADAPTIVE, CLIENT_ADAPTIVE)}
-    return {**out, **baseline_configs(p, ds, n, rounds)}
-
-
-# The second label-skew fix, fixed before any code or run of it (notebooks/label_skew.ipynb, "The second fix").
-FEDRS_ALPHA = 0.5
-FEDRS = f"FedRS, alpha {FEDRS_ALPHA}"
-
-
-def label_skew_fedrs_configs(p, ds, n, rounds=None) -> dict:
-    """{'row | SemiFL | partition': Config}: SemiFL with FedRS's restricted softmax in its client loss and with plain
-    softmax (the fixed rule both), the instrumented FedRS run under K=2, and the baselines."""
-    from ..methods.pseudo_labels import FIXED
-    out = {f"{row} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part, **over)
-           for part in (SKEW_PARTITION, "iid") for row, over in ((FEDRS, dict(fedrs_alpha=FEDRS_ALPHA)), (FIXED, {}))}
-    out[f"{FEDRS} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)"] = make(
-        p, ds, n, rounds, partition=SKEW_PARTITION, fedrs_alpha=FEDRS_ALPHA, diagnostics=True)
-    return {**out, **baseline_configs(p, ds, n, rounds)}
-
-
-# The third remedy, fixed before any code or run of it (notebooks/label_skew.ipynb, "Not-true distillation"): FedNTD's
-# not-true distillation (beta 1, tau 1: its released code's values) in SemiFL's loss, fixed rule. The gate first
-# (REMEDY_GATE: instrumented K=2, `small`, seeds 0-2); the REMEDY_PARTITIONS cells only if it passes, else the same
-# gate for FedVLS's vacant-class distillation (lambda 0.1, its paper's value for CIFAR-10 and MNIST).
-NTD_BETA, NTD_TAU, VLS_LAMBDA = 1.0, 1.0, 0.1
-NTD = f"not-true distillation, beta {NTD_BETA:g}"
-VLS = f"vacant-class distillation, lambda {VLS_LAMBDA:g}"
-REMEDIES = {NTD: dict(ntd_beta=NTD_BETA, ntd_tau=NTD_TAU), VLS: dict(vls_lambda=VLS_LAMBDA)}
-# The gate (n=3 means of the per-run means over evaluated rounds): one client update lowers the test accuracy of the
-# classes the client does not hold by less than 10 points, and raises those it holds by at least 3.
-REMEDY_GATE = {"skew_dacc_unheld": -10.0, "skew_dacc_held": 3.0}
-REMEDY_PARTITIONS = (SKEW_PARTITION, "dir-0.1", "iid")
-
-
-# Part 3 (notebooks/label_skew.ipynb, "Part 3"), fixed before any code or run of it: FedVLS as its released code trains,
-# a head the clients do not train (FedBABU), fewer local steps (E=1; separately, no global momentum). Its gate is looser
-# than part 2's (half the fixed rule's drop), with a second way: the K=2 `small` final held above the fixed rule's.
+VLS_LAMBDA = 0.1
 FEDVLS = f"FedVLS's released loss, lambda {VLS_LAMBDA:g}"   # its loss only, with SemiFL's optimiser
 FROZEN_HEAD = "a head the clients do not train"
 ONE_EPOCH = "one local epoch (E=1)"
 NO_GLOBAL_MOMENTUM = "no global momentum"
 PART3_REMEDIES = {ONE_EPOCH: dict(local_epochs=1.0), NO_GLOBAL_MOMENTUM: dict(global_momentum=0.0),
                   FEDVLS: dict(vls_lambda=VLS_LAMBDA, vls_variant="released"), FROZEN_HEAD: dict(frozen_head=True)}
-PART3_GATE = {"skew_dacc_unheld": -14.5, "skew_dacc_held": 3.0}
-PART3_LONG_REGARDLESS = (ONE_EPOCH, NO_GLOBAL_MOMENTUM)
 PART3_LONG_PARTITIONS = (SKEW_PARTITION, "dir-0.1")
 PART3_NAMES = {SKEW_PARTITION: "Non-IID, K=2", "dir-0.1": "Dir(0.1)"}   # part 3's partitions as its tables name them
-# part 3's IID follow-up claim after the remedy's name (its notebook writes it, the README's label-skew answer reads it)
-PART3_IID_CHECK = " is not worse than SemiFL's fixed rule under IID at 300 rounds"
-
-
-def remedy_overrides(remedy: str) -> dict:
-    """The config fields of a remedy of part 2 (REMEDIES) or part 3 (PART3_REMEDIES), by its row label."""
-    return {**REMEDIES, **PART3_REMEDIES}[remedy]
-
-
-def label_skew_gate_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
-    """{'remedy | SemiFL | Non-IID K=2 (instrumented)': Config}: the gate's runs of one remedy (remedy_overrides)."""
-    return {f"{remedy} | {label_of(SEMIFL)} | {SKEW_PARTITION} (instrumented)": make(
-        p, ds, n, rounds, partition=SKEW_PARTITION, diagnostics=True, **remedy_overrides(remedy))}
 
 
 def label_skew_judges(p, ds, n, partitions=(SKEW_PARTITION,), rounds=None) -> dict:
@@ -446,16 +380,8 @@ def label_skew_judges(p, ds, n, partitions=(SKEW_PARTITION,), rounds=None) -> di
 
 def label_skew_long_configs(p, ds, n, remedy, partitions=PART3_LONG_PARTITIONS) -> dict:
     """{'remedy | SemiFL | partition': Config} at profile p (`long`): a part-3 remedy at each partition."""
-    return {f"{remedy} | {label_of(SEMIFL)} | {part}": make(p, ds, n, partition=part, **remedy_overrides(remedy))
+    return {f"{remedy} | {label_of(SEMIFL)} | {part}": make(p, ds, n, partition=part, **PART3_REMEDIES[remedy])
             for part in partitions}
-
-
-def label_skew_remedy_configs(p, ds, n, remedy=NTD, rounds=None) -> dict:
-    """{'row | SemiFL | partition': Config}: SemiFL with and without the remedy (fixed rule), and the baselines."""
-    from ..methods.pseudo_labels import FIXED
-    out = {f"{row} | {label_of(SEMIFL)} | {part}": make(p, ds, n, rounds, partition=part, **over)
-           for part in REMEDY_PARTITIONS for row, over in ((remedy, REMEDIES[remedy]), (FIXED, {}))}
-    return {**out, **baseline_configs(p, ds, n, rounds)}
 
 
 # Do the few-label winners hold at `long` (R=300)? Table 1 at `long` shows them beside SemiFL and Partially Supervised.
