@@ -149,7 +149,7 @@ print(f'rule (3): N_S = {ns}; the profile has {cfg.num_supervised}')
 # ## What each point costs (training minutes per run)
 
 # %% tags=["definitions"]
-from semifl_core.report.runs import train_minutes
+from semifl_core.results import train_minutes
 
 
 def cost_table(df) -> pd.DataFrame:

@@ -100,14 +100,13 @@ def lane(jobs, results_dir="results", data_root=None, say=print) -> int:
 
 
 def listing(jobs, results_dir="results") -> str:
-    from .report.runs import estimate_minutes, minutes_per_round
     lines, todo = [], []
     for label, cfg in jobs:
         state = results.open_run(results_dir, cfg).state
         if state != "complete":
             todo.append(cfg)
         lines.append(f"{state:10s} {label}")
-    todo = estimate_minutes(todo, minutes_per_round(results_dir))
+    todo = results.estimate_minutes(todo, results.minutes_per_round(results_dir))
     missing = sum(1 for ln in lines if not ln.startswith("complete"))
     lines.append(f"{len(jobs)} runs, {missing} to train: " + (f"about {todo / 60:.1f} CPU hours (median minutes per round of "
                  "the committed runs of the same method, else SemiFL's; semi-supervised rounds grow with the label "

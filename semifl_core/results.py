@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import __version__
@@ -466,3 +467,32 @@ def _removable(path: Path, include_corrupt: bool) -> bool:
 
 def load_metrics(path) -> pd.DataFrame:
     return pd.read_csv(Path(path) / "metrics.csv")
+
+
+# ---------------------------------------------------------------------- training time, read back
+def minutes_per_round(results_dir) -> dict:
+    """(algorithm, num_supervised) -> the median training minutes per round of the store's complete runs."""
+    per = {}
+    for s in Path(results_dir).glob("*/summary.json"):
+        cfg = json.loads((s.parent / "config.json").read_text())["config"]
+        per.setdefault((cfg["algorithm"], cfg["num_supervised"]), []).append(train_minutes(s.parent) / cfg["rounds"])
+    return {k: float(np.median(v)) for k, v in per.items()}
+
+
+def estimate_minutes(cfgs, per: dict) -> float:
+    """CPU minutes for `cfgs` at the rates `per` (minutes_per_round): same method and N_S, else method, else SemiFL at
+    N_S=100; NaN with no run to go by. More floor than forecast: semi-supervised rounds grow with the label ratio."""
+    from .methods import SEMIFL
+    total = 0.0
+    for cfg in cfgs:
+        same = [v for (alg, _), v in per.items() if alg == cfg.algorithm]
+        rate = per.get((cfg.algorithm, cfg.num_supervised)) or (same[0] if same else per.get((SEMIFL, 100)))
+        total += rate * cfg.rounds if rate is not None else float("nan")
+    return total
+
+
+def train_minutes(path) -> float:
+    """A run's training time in minutes: the per-phase times its metrics.csv records each round, summed (start-up
+    excluded). Unlike summary.json's wall_time_s (the last process's time), it counts every round of a resumed run."""
+    m = load_metrics(path)
+    return float(np.nansum(m[[c for c in m.columns if c.startswith("time_")]].to_numpy(float)) / 60)

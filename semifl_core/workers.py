@@ -1,4 +1,4 @@
-"""run_all's worker processes: one torch thread each; they stop as one run stops (after its round, with a checkpoint)
+"""run_all's pool (`train_all`: how many processes, on which GPUs) and its worker processes: one torch thread each; they stop as one run stops (after its round, with a checkpoint)
 and die with the process that started them, however it ends (SIGKILL included).
 
 Parent gone: the worker gets SIGTERM, its run stops after its round, with a checkpoint, and it exits; one still alive
@@ -145,6 +145,71 @@ def stopped_line(results_dir, unfinished, busy: int = 0) -> str:
     return (f"stopped: {saved} runs unfinished (checkpointed), {len(left) - saved} not started"
             + (f", {busy} workers still finishing their round" if busy else "")
             + "; run the same cell/command again to resume")
+
+
+def usable_cores() -> list[int]:
+    """The CPU cores this process may run on (its affinity: `taskset -c 0` or a cpuset leaves fewer); else all cores."""
+    if hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return list(range(os.cpu_count() or 1))
+
+
+def workers_for(device: str, jobs: int, runs_per_gpu: int = 1) -> int:
+    """Parallel training processes: on a CPU one per usable core (one thread each; under `taskset -c 0` one, in this
+    process); on CUDA `runs_per_gpu` per GPU (each GPU torch sees, for auto or cuda; one for cuda:N)."""
+    from .run import pick_device
+    dev = pick_device(device)
+    if dev.type == "cpu":
+        return max(1, min(len(usable_cores()), jobs))
+    return max(1, min(runs_per_gpu * len(gpu_ids(dev)), jobs))
+
+
+def gpu_ids(dev) -> list[int]:
+    """The CUDA devices run_all spreads its runs over: all that torch sees for device cuda, the one named by cuda:N."""
+    import torch
+    return [dev.index] if dev.index is not None else list(range(torch.cuda.device_count()))
+
+
+def pool_size(device, cfgs, workers=None, k=None) -> tuple[int, list | None]:
+    """(processes, the GPU ids to spread them over or None) for training cfgs: `workers`, else workers_for with K
+    runs a GPU (runs_per_gpu: one line where K is refused)."""
+    from .run import pick_device
+    dev = pick_device(device)
+    n = workers or workers_for(device, len(cfgs), runs_per_gpu(k, dev, cfgs))
+    return n, (gpu_ids(dev) if dev.type == "cuda" and n > 1 and len(gpu_ids(dev)) > 1 else None)
+
+
+def train_all(cfgs, results_dir, device, data_root, processes: int, gpus, on_done) -> None:
+    """Train every cfg, in this process (processes=1) or in `processes` spawned workers (`gpus`: spread over them),
+    calling on_done(index, summary) as each completes. Ctrl-C or SIGTERM stops the workers as it stops one run
+    (`stop`), then raises KeyboardInterrupt with its line; a failed run lets the others finish, then raises."""
+    if processes == 1:
+        for i, cfg in enumerate(cfgs):
+            on_done(i, train(cfg, results_dir, device, data_root))
+        return
+    if not cfgs:
+        return
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from multiprocessing import get_context
+    ctx = get_context("spawn")
+    pool = ProcessPoolExecutor(processes, mp_context=ctx, initializer=init,
+                               initargs=(os.getpid(), gpus, ctx.Value("i", 0) if gpus else None))
+    futures, finished = {}, set()
+    try:
+        with sigterm_interrupts():
+            for i, cfg in enumerate(cfgs):
+                futures[pool.submit(train, cfg, results_dir, device, data_root)] = i
+            for f in as_completed(futures):
+                summary = f.result()
+                finished.add(futures[f])
+                on_done(futures[f], summary)
+    except KeyboardInterrupt:
+        unfinished = [cfg for i, cfg in enumerate(cfgs) if i not in finished]
+        raise KeyboardInterrupt(stop(pool, futures, unfinished, results_dir)) from None
+    except BaseException:
+        pool.shutdown()   # a run failed: the others finish first
+        raise
+    pool.shutdown()
 
 
 # ---------------------------------------------------------------------- several runs on one GPU

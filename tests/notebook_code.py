@@ -6,7 +6,7 @@ from pathlib import Path
 
 import jupytext
 
-from semifl_core.report.runs import usable_cores
+from semifl_core.workers import usable_cores
 
 NB_DIR = Path(__file__).resolve().parents[1] / "notebooks"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from notebook_code import JOBS
-from semifl_core.report.runs import usable_cores
+from semifl_core.workers import usable_cores
 
 papermill = pytest.importorskip("papermill")
 pytest.importorskip("nbval")
@@ -39,7 +39,7 @@ FIGURES = {"label_skew": ["label_skew_outcome_synthetic.png", "label_skew_mechan
 
 def _at_once(commands: list, cwd: Path, env: dict | None = None) -> list[str]:
     """Runs the argv lists in cwd, JOBS at a time (each kernel with one thread when several run, and, where taskset
-    is, each job on a core of its own: a notebook's runs then train in its kernel, report.workers_for counting the
+    is, each job on a core of its own: a notebook's runs then train in its kernel, workers.workers_for counting the
     cores the process may use, instead of in worker processes that would compete for the other job's core); returns
     what each failed one printed (its tail), after the notebooks it ran."""
     env = {**os.environ, **(env or {}), **({"OMP_NUM_THREADS": "1"} if JOBS > 1 else {})}

@@ -10,7 +10,8 @@ import torch
 
 from semifl_core import workers
 from semifl_core.config import ConfigError, profile
-from semifl_core.report.runs import run_all, workers_for
+from semifl_core.report.runs import run_all
+from semifl_core.workers import workers_for
 
 
 @pytest.mark.parametrize("k", [0, -1, 1.5, True, "2"])

@@ -14,6 +14,7 @@ from .figures import lineplot_grid, save_figure, with_baselines
 from .paper import ABLATION_PARTITIONS
 from .rule import above, at_least, every
 from . import confirmation  # noqa: F401 (report.confirmation.frame in the notebooks)
-from .runs import (COLUMNS, curves, estimate_minutes, grid, make, notebook_setup, plain_tables, REPO, repo_path,
-                   run_all, run_pairs, runs_summary, say, shown, stored_runs, table_html, train_minutes)
+from ..results import estimate_minutes, train_minutes
+from .runs import (COLUMNS, curves, grid, make, notebook_setup, plain_tables, REPO, repo_path,
+                   run_all, run_pairs, runs_summary, say, shown, stored_runs, table_html)
 from .tables import gap_table, left_out, mean_std, table1

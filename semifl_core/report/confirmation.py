@@ -158,8 +158,7 @@ def compute_plan(results_dir=None) -> dict:
 
 
 def _minutes(cfg: Config, seeds, results_dir=None) -> float:
-    from ..results import open_run
-    from .runs import train_minutes
+    from ..results import open_run, train_minutes
     store = repo_path("results", results_dir)
     return round(float(np.median([train_minutes(open_run(store, cfg.replace(seed=s)).path) for s in seeds])), 1)
 

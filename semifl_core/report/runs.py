@@ -12,10 +12,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..workers import init as init_worker, runs_per_gpu as check_runs_per_gpu, sigterm_interrupts, \
-    stop as stop_workers, train as train_run
+from ..workers import pool_size, train_all
 from ..config import PROFILE_GRID, Config, ConfigError, check_parameters, profile
-from ..results import load_metrics
+from ..results import estimate_minutes, load_metrics, minutes_per_round
 from . import paper
 
 
@@ -308,29 +307,6 @@ def draw_of(cfg: Config) -> str:
     return repr(labeled_draw(cfg.replace(seed=0)))
 
 
-def usable_cores() -> list[int]:
-    """The CPU cores this process may run on (its affinity: `taskset -c 0` or a cpuset leaves fewer); else all cores."""
-    if hasattr(os, "sched_getaffinity"):
-        return sorted(os.sched_getaffinity(0))
-    return list(range(os.cpu_count() or 1))
-
-
-def workers_for(device: str, jobs: int, runs_per_gpu: int = 1) -> int:
-    """Parallel training processes: on a CPU one per usable core (one thread each; under `taskset -c 0` one, in this
-    process); on CUDA `runs_per_gpu` per GPU (each GPU torch sees, for auto or cuda; one for cuda:N)."""
-    from ..run import pick_device
-    dev = pick_device(device)
-    if dev.type == "cpu":
-        return max(1, min(len(usable_cores()), jobs))
-    return max(1, min(runs_per_gpu * len(gpu_ids(dev)), jobs))
-
-
-def gpu_ids(dev) -> list[int]:
-    """The CUDA devices run_all spreads its runs over: all that torch sees for device cuda, the one named by cuda:N."""
-    import torch
-    return [dev.index] if dev.index is not None else list(range(torch.cuda.device_count()))
-
-
 BACKENDS = ("processes", "ray")
 FROM_STORE = "Rendered from the results store only (SEMIFL_NO_TRAIN=1: nothing trains)"
 
@@ -365,9 +341,6 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
     backend = backend or os.environ.get("SEMIFL_BACKEND") or "processes"
     if backend not in BACKENDS:
         raise ConfigError(f"backend={backend!r}: allowed are {', '.join(BACKENDS)}")
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-    from multiprocessing import get_context
-
     from tqdm import tqdm  # text bars: they render in committed notebooks (no widgets needed)
 
     results_dir = repo_path("results", results_dir)
@@ -403,39 +376,16 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
                     runs_per_gpu=runs_per_gpu)
         done.update(zip(todo, out.check().summaries))
         todo = []
-    n, gpus = 1, None
-    if todo:   # K runs a GPU (one line if it is refused), spread over the GPUs torch sees
-        from ..run import pick_device
-        dev = pick_device(device)
-        k = check_runs_per_gpu(runs_per_gpu, dev, [jobs[i][1] for i in todo])
-        n = workers or workers_for(device, len(todo), k)
-        gpus = gpu_ids(dev) if dev.type == "cuda" and n > 1 and len(gpu_ids(dev)) > 1 else None
+    # K runs a GPU (one line if it is refused), spread over the GPUs torch sees
+    n, gpus = pool_size(device, [jobs[i][1] for i in todo], workers, runs_per_gpu) if todo else (1, None)
+
+    def finished(k, summary):
+        done[todo[k]] = summary
+        bar.update()
     # on stdout (stderr shows as a red band in a notebook), and only while something trains
     with tqdm(total=len(jobs), initial=len(done), desc=f"runs ({len(todo)} to train, {n} at a time)",
               disable=swept or not todo, file=sys.stdout) as bar:
-        if n == 1:
-            for i in todo:
-                done[i] = train_run(jobs[i][1], results_dir, device, data_root)
-                bar.update()
-        elif todo:
-            ctx = get_context("spawn")
-            pool = ProcessPoolExecutor(n, mp_context=ctx, initializer=init_worker,
-                                       initargs=(os.getpid(), gpus, ctx.Value("i", 0) if gpus else None))
-            futures = {}
-            try:
-                with sigterm_interrupts():
-                    for i in todo:
-                        futures[pool.submit(train_run, jobs[i][1], results_dir, device, data_root)] = i
-                    for f in as_completed(futures):
-                        done[futures[f]] = f.result()
-                        bar.update()
-            except KeyboardInterrupt:
-                unfinished = [jobs[i][1] for i in todo if i not in done]
-                raise KeyboardInterrupt(stop_workers(pool, futures, unfinished, results_dir)) from None
-            except BaseException:
-                pool.shutdown()   # a run failed: the others finish first
-                raise
-            pool.shutdown()
+        train_all([jobs[i][1] for i in todo], results_dir, device, data_root, n, gpus, finished)
     return pd.DataFrame([_row(label, cfg, done[i]) for i, (label, cfg) in enumerate(jobs)], columns=COLUMNS)
 
 
@@ -466,32 +416,3 @@ def run_pairs(builder, p, pairs, seeds, results_dir, device="auto", rounds=None,
     df["method"] = df.label.str.split(" | ", regex=False).str[0]
     df["pair"] = [f"{paper.DATASET_NAMES.get(d, d)}, N_S={n}" for d, n in zip(df.dataset, df.num_supervised)]
     return df
-
-
-def minutes_per_round(results_dir=None) -> dict:
-    """(algorithm, num_supervised) -> the median training minutes per round of the store's complete runs."""
-    import json
-    per = {}
-    for s in repo_path("results", results_dir).glob("*/summary.json"):
-        cfg = json.loads((s.parent / "config.json").read_text())["config"]
-        per.setdefault((cfg["algorithm"], cfg["num_supervised"]), []).append(train_minutes(s.parent) / cfg["rounds"])
-    return {k: float(np.median(v)) for k, v in per.items()}
-
-
-def estimate_minutes(cfgs, per: dict) -> float:
-    """CPU minutes for `cfgs` at the rates `per` (minutes_per_round): same method and N_S, else method, else SemiFL at
-    N_S=100; NaN with no run to go by. More floor than forecast: semi-supervised rounds grow with the label ratio."""
-    from ..methods import SEMIFL
-    total = 0.0
-    for cfg in cfgs:
-        same = [v for (alg, _), v in per.items() if alg == cfg.algorithm]
-        rate = per.get((cfg.algorithm, cfg.num_supervised)) or (same[0] if same else per.get((SEMIFL, 100)))
-        total += rate * cfg.rounds if rate is not None else float("nan")
-    return total
-
-
-def train_minutes(path) -> float:
-    """A run's training time in minutes: the per-phase times its metrics.csv records each round, summed (start-up
-    excluded). Unlike summary.json's wall_time_s (the last process's time), it counts every round of a resumed run."""
-    m = load_metrics(path)
-    return float(np.nansum(m[[c for c in m.columns if c.startswith("time_")]].to_numpy(float)) / 60)
