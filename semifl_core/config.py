@@ -20,12 +20,6 @@ labels_at              where the labels are: server (SemiFL), clients (FedDure: 
 labeled_partition      FedDure's Table 1 columns: (labeled_partition, partition) = (IID,IID), (IID,DIR), (DIR,DIR)
 pseudo_label_rule      which global pseudo-labels enter the fix set: Eq. (3)'s fixed tau, class-balanced (CBAFed),
                        aligned (ReMixMatch), client-adaptive ((FL)^2), global-adaptive (FreeMatch, the round's clients)
-fedrs_alpha            FedRS's restricted softmax in the client loss: absent classes' logits scaled by alpha (1: off)
-ntd_beta, ntd_tau      FedNTD's not-true distillation in SemiFL's client loss: weight beta (0: off), temperature tau
-vls_lambda             FedVLS's vacant-class distillation in SemiFL's client loss (0: off)
-vls_variant            term: that distillation alone (on the fix samples); released: FedVLS's released client loss
-                       (prior-corrected CE, LADE, the KL on every image)
-frozen_head            FedBABU in SemiFL's clients: the classifier head not trained locally
 precision              fp32, or bf16: training in bfloat16 autocast (fp32 master weights)
 rng_streams            where a round's randomness comes from: one stream for the round ("round") or one per client
                        ("client"), which a client drawing in its own process (the Flower app) can reproduce
@@ -103,12 +97,6 @@ class Config:
     mix_loss: bool = True
     global_pseudo_labels: bool = True
     pseudo_label_rule: str = "fixed"     # fixed (Eq. 3) | the rules of methods/pseudo_labels.py
-    fedrs_alpha: float = 1.0             # FedRS (Li and Zhan, KDD 2021); a class not held: < 5 % of the fix set
-    ntd_beta: float = 0.0                # FedNTD (Lee et al., NeurIPS 2022)
-    ntd_tau: float = 1.0
-    vls_lambda: float = 0.0              # FedVLS (Guo et al., AAAI 2025); vacant: no pseudo-label in the fix set
-    vls_variant: str = "term"            # term | released (methods/skew_losses.FedVLS: absent is < 5 % of the fix set)
-    frozen_head: bool = False            # FedBABU (Oh et al., ICLR 2022): the clients do not train the classifier
     client_momentum: str = "keep"        # keep: each client keeps its SGD momentum (authors' quirk) | reset
     # server (labeled) training
     finetune: bool = True
@@ -153,6 +141,9 @@ class Config:
         for key, value in self.__dict__.get("method_fields", ()):
             if key == name:
                 return value
+        declared = fields_of(self.__dict__["algorithm"]) if self.__dict__.get("algorithm") in METHODS else {}
+        if name in declared:   # built without Config.build (Config(...)): the method's default
+            return declared[name].default
         raise AttributeError(f"Config has no field {name!r}")
 
     # ------------------------------------------------------------------ derived
@@ -260,49 +251,6 @@ class Config:
             if not 0 < self.threshold <= 1:
                 bad("threshold", f"must be in (0, 1] with pseudo_label_rule={self.pseudo_label_rule!r} (tau is "
                                  "its fixed threshold or its upper bound)")
-        if isinstance(self.fedrs_alpha, bool) or not isinstance(self.fedrs_alpha, (int, float)) \
-                or not 0 < self.fedrs_alpha <= 1:
-            bad("fedrs_alpha", "must be a number in (0, 1]: the scale of the logits of the classes a client does not "
-                               "hold (1: off)")
-        if self.fedrs_alpha != 1 and (self.method.family != SEMIFL or not self.global_pseudo_labels):
-            bad("fedrs_alpha", f"restricts the softmax of SemiFL's client loss on its fix and mix sets, which only "
-                               f"{SEMIFL} with global_pseudo_labels=true trains ({self.algorithm}"
-                               f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} has none); "
-                               "use 1")
-        for name, low, high, what in (("ntd_beta", 0, 100, "from 0 (off) to 100: the weight of the not-true "
-                                                         "distillation term (FedNTD's code: 1)"),
-                                      ("ntd_tau", 0, 100, "in (0, 100]: the temperature of its softmaxes (FedNTD's "
-                                                          "code: 1)"),
-                                      ("vls_lambda", 0, 100, "from 0 (off) to 100: the weight of the vacant-class "
-                                                             "distillation term (FedVLS: 0.1)")):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not (low < v <= high if name == "ntd_tau"
-                                                                                else low <= v <= high):
-                bad(name, f"must be a number {what}")
-        for name in ("ntd_beta", "vls_lambda"):
-            if getattr(self, name) > 0 and (self.method.family != SEMIFL or not self.global_pseudo_labels):
-                bad(name, f"distils the global model on SemiFL's pseudo-labeled fix samples, which only {SEMIFL} with "
-                          f"global_pseudo_labels=true trains ({self.algorithm}"
-                          f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'} has none); use 0")
-        if self.vls_variant not in ("term", "released"):
-            bad("vls_variant", "allowed are 'term' (the vacant-class term alone), 'released' (FedVLS's released "
-                               "client loss)")
-        if self.vls_variant != "term" and self.vls_lambda == 0:
-            bad("vls_variant", f"{self.vls_variant!r} chooses how FedVLS runs, which is off (vls_lambda=0): set "
-                               "vls_lambda > 0 (FedVLS: 0.1) or leave vls_variant at 'term'")
-        if self.frozen_head and (self.method.family != SEMIFL or not self.global_pseudo_labels):
-            bad("frozen_head", f"freezes the head in SemiFL's client training, which only {SEMIFL} with "
-                               f"global_pseudo_labels=true runs ({self.algorithm}"
-                               f"{'' if self.global_pseudo_labels else ', global_pseudo_labels=false'}); use false")
-        remedies = [n for n, on in (("fedrs_alpha", self.fedrs_alpha != 1), ("ntd_beta", self.ntd_beta > 0),
-                                    ("vls_lambda", self.vls_lambda > 0), ("frozen_head", self.frozen_head)) if on]
-        if len(remedies) > 1:
-            bad(remedies[-1], f"and {' and '.join(remedies[:-1])} are remedies for one effect, and together they are "
-                              "not defined: run them apart (one at a time; fedrs_alpha=1, ntd_beta=0, vls_lambda=0 "
-                              "and frozen_head=false are off)")
-        if self.ntd_tau != 1 and self.ntd_beta == 0:
-            bad("ntd_tau", "sets the temperature of the not-true distillation, which is off (ntd_beta=0): leave it at 1 "
-                           "or set ntd_beta > 0")
         if self.labels_at not in self.method.placements:
             bad("labels_at", f"{self.algorithm} runs with labels at {' or '.join(self.method.placements)} only"
                              + (f": {self.method.why_not}" if self.method.why_not else ""))

@@ -45,7 +45,7 @@ def test_the_page_builds_trains_and_tabulates_semifl_prox(plugin_dir, monkeypatc
     exec(compile(code, str(DOC), "exec"), {})
     monkeypatch.delenv("SEMIFL_NO_TRAIN", raising=False)
     out = capsys.readouterr().out
-    assert "prox_mu=0.1: a field of semifl-prox; semifl declares no fields of its own" in out
+    assert "prox_mu=0.1: a field of semifl-prox; semifl declares fedrs_alpha, frozen_head, ntd_beta" in out
     assert "sequential final test accuracy" in out and "vectorized final test accuracy" in out
     assert "SemiFL-Dyn sequential final test accuracy" in out and "SemiFL-Dyn vectorized final test accuracy" in out
     row = [ln for ln in out.splitlines() if "SemiFL-Prox" in ln]

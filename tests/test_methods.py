@@ -148,7 +148,8 @@ def test_declaring_a_field_changes_no_committed_runs_key(monkeypatch):
     stored = [json.loads(p.read_text()) for p in (PACKAGE.parent / "results").glob("*/config.json")]
     assert len(stored) > 100
     for name in (methods.SEMIFL, methods.PARTIALLY_SUPERVISED):
-        monkeypatch.setitem(METHODS, name, dataclasses.replace(METHODS[name], fields={"toy_mu": Field(0.5)}))
+        own = {**METHODS[name].fields, "toy_mu": Field(0.5)}
+        monkeypatch.setitem(METHODS, name, dataclasses.replace(METHODS[name], fields=own))
     assert all(run_key(s["config"]) == s["key"] for s in stored)
     # and built back as a Config (a field since moved into its method's own is there at its default): the same key
     from semifl_core.config import Config

@@ -148,8 +148,9 @@ class Method:
         return _load(self.split)(cfg, labels, rng) if self.split else None
 
     def problem(self, cfg) -> str:
-        """Why cfg is not a run of this method ("" if it is), from its own check."""
-        return _load(self.check)(cfg) if self.check else ""
+        """Why cfg is not a run of this method ("" if it is): the check of the method it is a variant of, then its own."""
+        return (METHODS[self.variant_of].problem(cfg) if self.variant_of else "") or (
+            _load(self.check)(cfg) if self.check else "")
 
 
 def _load(where):
@@ -162,6 +163,48 @@ def _load(where):
 # SemiFL, Section 3.1: "(x_s, y_s) denote the set of labeled data available at the server"
 _SEMIFL_WHY = ("SemiFL is defined with labels at the server (its Section 3.1: (x_s, y_s) at the server, clients "
                "unlabeled); its ServerUpdate (Eq. 1) has nothing to train on when the server holds no labels")
+
+# SemiFL's label-skew remedies (methods/skew_losses.py), each off at its default, one at a time, in the client loss
+# that global pseudo-labels train: SemiFL's own fields, which its variants have too
+def _within(low, high, what, open_low=False):
+    return lambda v: "" if (low < v if open_low else low <= v) and v <= high else f"must be a number {what}"
+
+
+SKEW_FIELDS = {
+    "fedrs_alpha": Field(1.0, _within(0, 1, "in (0, 1]: the scale of the logits of the classes a client does not "
+                                            "hold (1: off)", open_low=True),
+                         "FedRS (Li and Zhan, KDD 2021): a class not held is < 5 % of the fix set"),
+    "ntd_beta": Field(0.0, _within(0, 100, "from 0 (off) to 100: the weight of the not-true distillation term "
+                                           "(FedNTD's code: 1)"), "FedNTD (Lee et al., NeurIPS 2022): its weight"),
+    "ntd_tau": Field(1.0, _within(0, 100, "in (0, 100]: the temperature of its softmaxes (FedNTD's code: 1)",
+                                  open_low=True), "FedNTD's temperature"),
+    "vls_lambda": Field(0.0, _within(0, 100, "from 0 (off) to 100: the weight of the vacant-class distillation "
+                                             "term (FedVLS: 0.1)"),
+                        "FedVLS (Guo et al., AAAI 2025): vacant is no pseudo-label in the fix set"),
+    "vls_variant": Field("term", _one_of("term", "released"), "term: the vacant-class term alone | released: "
+                         "FedVLS's released client loss (prior-corrected CE, LADE, the KL on every image)"),
+    "frozen_head": Field(False, None, "FedBABU (Oh et al., ICLR 2022): the clients do not train the classifier"),
+}
+
+
+def _skew_check(cfg) -> str:
+    """The remedies across fields: on only where global pseudo-labels train the client loss, one at a time."""
+    on = [n for n, v in (("fedrs_alpha", cfg.fedrs_alpha != 1), ("ntd_beta", cfg.ntd_beta > 0),
+                         ("vls_lambda", cfg.vls_lambda > 0), ("frozen_head", cfg.frozen_head)) if v]
+    if on and not cfg.global_pseudo_labels:
+        return (f"{on[0]}={getattr(cfg, on[0])!r}: changes SemiFL's client loss on global pseudo-labels, which "
+                "global_pseudo_labels=false does not train; leave it off")
+    if len(on) > 1:
+        return (f"{on[-1]}={getattr(cfg, on[-1])!r}: and {' and '.join(on[:-1])} are remedies for one effect, and "
+                "together they are not defined: run them apart (fedrs_alpha=1, ntd_beta=0, vls_lambda=0 and "
+                "frozen_head=false are off)")
+    if cfg.ntd_tau != 1 and cfg.ntd_beta == 0:
+        return f"ntd_tau={cfg.ntd_tau!r}: sets the temperature of FedNTD, which is off (ntd_beta=0): leave it at 1"
+    if cfg.vls_variant != "term" and cfg.vls_lambda == 0:
+        return (f"vls_variant={cfg.vls_variant!r}: chooses how FedVLS runs, which is off (vls_lambda=0): set "
+                "vls_lambda > 0 (FedVLS: 0.1) or leave vls_variant at 'term'")
+    return ""
+
 
 _CBAFED_WHY = ("CBAFed's warm-up trains the labeled client and its server weighs it by |D_L|: it needs the labels on "
                "one client among unlabeled ones (its setting)")
@@ -179,7 +222,8 @@ _CBAFED_ROW = dict(profiles=CBAFED_PROFILES, placements=(ONE_CLIENT,), why_not=_
                    split="semifl_core.methods.cbafed:code_split", check="semifl_core.methods.cbafed:check")
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method(SEMIFL, "SemiFL", "semifl_core.methods.semifl:semifl_round", why_not=_SEMIFL_WHY),
+    Method(SEMIFL, "SemiFL", "semifl_core.methods.semifl:semifl_round", why_not=_SEMIFL_WHY, fields=SKEW_FIELDS,
+           check=_skew_check),
     Method(FEDAVG_FIXMATCH, "FedAvg + FixMatch", "semifl_core.methods.baselines:fedavg_fixmatch_round",
            fixed=dict(finetune=False, global_pseudo_labels=False, mix_loss=False)),
     Method(PARTIALLY_SUPERVISED, "Partially Supervised", "semifl_core.methods.baselines:supervised_round",

@@ -316,7 +316,7 @@ def client_tasks(exp, st, rnd: Round, active: list[int]) -> tuple[list, list]:
 
 def semifl_round(exp, st, rnd: Round) -> RoundRecord:
     cfg, rec = exp.cfg, rnd.record
-    if cfg.frozen_head:
+    if skew_losses.remedy(cfg).frozen:
         skew_losses.check_head(st.model)
     active = begin_round(exp, st, rnd)
     tasks, trained = client_tasks(exp, st, rnd, active)

@@ -1,17 +1,17 @@
 """The label-skew remedies of SemiFL's client step (notebooks/label_skew.ipynb), each off by default. Under Non-IID K=2
 a client's update raises the two classes it has and lowers the eight others (local forgetting); a remedy changes what
 its local step asks of those eight. methods/semifl.py's client loss calls one hook, a `Remedy` (`remedy(cfg)` picks it;
-the base class changes nothing):
+the base class changes nothing). Their fields are SemiFL's own (methods.SKEW_FIELDS):
 
-- FedRS's restricted softmax (Li and Zhan, KDD 2021; Config.fedrs_alpha): the logits of a client's other classes scaled
+- FedRS's restricted softmax (Li and Zhan, KDD 2021; fedrs_alpha): the logits of a client's other classes scaled
   by alpha in every CE of its loss (`FedRS`).
-- FedNTD's not-true distillation (Lee et al., NeurIPS 2022, Eq. 4; Config.ntd_beta, ntd_tau): on each fix sample, the
+- FedNTD's not-true distillation (Lee et al., NeurIPS 2022, Eq. 4; ntd_beta, ntd_tau): on each fix sample, the
   client model's softmax over the classes other than its pseudo-label pulled towards the received global model's
   (`NotTrue`, `teacher_logits`).
-- FedVLS's vacant-class distillation term alone (Guo et al., AAAI 2025, Eq. 6; Config.vls_lambda): the same pull over
+- FedVLS's vacant-class distillation term alone (Guo et al., AAAI 2025, Eq. 6; vls_lambda): the same pull over
   the classes with no pseudo-label in the client's fix set (`VacantTerm`).
 - FedVLS as its released code trains (vls_variant="released"): prior correction, LADE, vacant-class KL (`FedVLS`).
-- A head the clients do not train (FedBABU: Oh, Kim and Yun, ICLR 2022; Config.frozen_head): `FrozenHead`, net.frozen.
+- A head the clients do not train (FedBABU: Oh, Kim and Yun, ICLR 2022; frozen_head): `FrozenHead`, net.frozen.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ import torch.nn.functional as F
 
 from ..net import batch_ce, batch_mean, sample_ce
 from ..models import predict
-from . import pseudo_labels
+from . import fields_of, pseudo_labels
 
 HEAD = "fc."   # the classifier's parameter names in every model of models.py
 
@@ -217,7 +217,9 @@ def check_head(model) -> None:
 
 
 def remedy(cfg) -> Remedy:
-    """The config's remedy (Config.validate allows one at a time), or the base Remedy (none)."""
+    """The config's remedy (methods.SKEW_FIELDS, one at a time), or the base Remedy (none)."""
+    if "fedrs_alpha" not in fields_of(cfg.algorithm):   # a method that is not SemiFL's family has none
+        return Remedy()
     if cfg.fedrs_alpha != 1:
         return FedRS(cfg.fedrs_alpha)
     if cfg.ntd_beta > 0:
