@@ -11,8 +11,6 @@
 # - **5x the rounds** (150, the cosine over all of them).
 #
 # Last, the spread that the labeled-set draw alone causes (split seeds 0-4, everything else fixed by seed 0). Rule for a verdict: a claim 'A ends above B' is *held* when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, *not held* when it lies below, and *within noise* when it holds zero. Accuracies are final-round test accuracies. One suspect was not fixed in advance: *no global momentum (beta_g=0)* was added after the first instrumented N_S=40 runs showed the aggregate losing most accuracy at the momentum step, so it tests a hypothesis the data suggested.
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

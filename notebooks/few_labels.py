@@ -11,8 +11,6 @@
 # Beside them, **(FL)²** itself as a method (`semifl_core/methods/fl2.py`): its client-adaptive pseudo-labels, sharpness-aware consistency on the high-confidence images (SAM, rho 0.1), learning-status-aware averaging, no mixup, client batch 32 (its Table 4); everything else SemiFL's.
 #
 # Setting: the `small` profile (Fashion-MNIST, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), IID, at N_S=40 (4 labels a class, where the fixed rule collapses) and N_S=100 (the profile's), seeds 0-2; each rule judged against Partially Supervised and against the paper's fixed tau. **Fixed before any rule was run**: the rules, this measurement, and the rule for a verdict then: a claim 'A above B' is held when A's mean exceeds B's by more than the two seed spreads (population std over seeds) together, not held when B's exceeds A's by that much, within noise otherwise. The claims below judge by the rule that replaced it, with its verdict beside: a claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero. Accuracies are the final round's test accuracy, mean (population std) n=seeds; gap closed = (SemiFL - Partially) / (Fully - Partially), seed by seed. No paper reports these rules inside SemiFL: every number here is ours, and beyond the paper.
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

@@ -4,8 +4,6 @@
 # The paper's Figure 2 shows why SemiFL does not simply run FixMatch inside FedAvg: with several local epochs per round the clients' pseudo-labels drift and FedAvg + FixMatch (server and clients trained in parallel and averaged, per-batch pseudo-labels) falls below training on the labels alone. Here it runs with one local step per round (FedSGD-like) and with the profile's E local epochs, against Fully and Partially Supervised, under IID and Non-IID K=2. Fully Supervised trains on every label for its own length (10 epochs), not for the rounds of the x axis: it is drawn as a reference line at its final accuracy.
 #
 # **The question**: is it the long local training on self-labeled data that breaks FedAvg + FixMatch? The paper's claim is that one local step a round works better than several epochs. **Fixed before the runs**: the `small` profile (N_S=100, the 16-32-64 CNN, 100 clients, 10 active, 30 rounds), seeds 0-2, E=5 against one client SGD step a round, and the rule of Table 1's study: A above B is *held* when A's mean exceeds B's by more than the two seed spreads (population std) together, *not held* when B's exceeds A's by that much, *within noise* otherwise. The claims below judge by the interval rule that replaced it (docs/verdicts.md). A reading to test against the curves, not a measurement: with one step a round the clients hardly leave the global model, so such a run should stay close to Partially Supervised itself.
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

@@ -2,8 +2,6 @@
 # # Figure 6: quality of pseudo-labeling for the Table 2 variants
 #
 # How good are the pseudo-labels the clients train on? The paper's Figure 6 draws, per round, Pseudo Accuracy (the accuracy of all pseudo-labels, %), Threshold Accuracy (the accuracy of those above the confidence threshold, %) and Label Ratio (the fraction of client images above the threshold, 0-1) for the four Table 2 variants. This notebook draws the same three measures for Table 2's runs (reused), under Non-IID K=2 (left) and IID (right), one measure a row; mean over seeds and a band of one standard deviation.
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

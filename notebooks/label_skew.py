@@ -8,7 +8,7 @@
 #
 # Setting: the `small` profile (Fashion-MNIST, N_S=100, the 16-32-64 CNN, 100 clients, 10 a round, E=5, 30 rounds), seeds 0-2. **Fixed before the runs**: the measures, each run summarised by its mean over its rounds; each remedy, its runs and its judges (Partially Supervised, and SemiFL without it at the same partition; final-round test accuracy). The first remedy was chosen after the first instrumented run showed the mechanism, before any run of it. The rule the first remedies were fixed with was the package's rule then: A above B is held when A's mean exceeds B's by more than the two seed spreads together, not held when B's exceeds A's by that much, within noise otherwise; the gates keep it (a gate keeps the rule it was written with). Every other verdict is by the rule that replaced it: a claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero; a table comparing several remedies with one baseline is one family, Holm-corrected (its intervals widen to keep the family's error at 5 %). No paper reports these measurements: every number here is ours.
 #
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing. To train its runs in the background: `python -m semifl_core.campaign label_skew` (once the gates' runs are in, again for the cells they send on).
+# **How it runs:** to train its runs in the background: `python -m semifl_core.campaign label_skew` (once the gates' runs are in, again for the cells they send on).
 
 # %% [markdown]
 # ## Parameters and runs

@@ -2,8 +2,6 @@
 # # Figures 5, 7, 8: learning curves per partition
 #
 # How Table 1's accuracies are reached: test accuracy per round of Table 1's runs (reused), one panel per partition, mean over seeds and a band of one standard deviation. In every panel SemiFL, FedAvg + FixMatch and supervised FedAvg (HeteroFL) of that partition, and the two centralized baselines, which have one run for every partition: Partially Supervised as a curve (it trains for the rounds of the x axis), Fully Supervised as a reference line at its final accuracy (it trains for its own 10 epochs). Centralized FixMatch (one model on the labels and every client image pooled) is drawn in the IID panel only, the partition its run is stored under. The paper's Figures 5, 7 and 8 show the same for CIFAR-10, SVHN and CIFAR-100.
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

@@ -4,8 +4,6 @@
 # **The question.** At the `small` profile SemiFL does not beat Partially Supervised (the table1 notebook). Is that the profile's choice of one factor, or does the effect fail to appear anywhere near it? First the rule that sized the `small` profile and the measurements it used (supervised baselines and the CPU budget only; fixed before SemiFL ran on the profile). Then SemiFL - Partially Supervised and the fraction of the Partially -> Fully Supervised gap that SemiFL closes, varying one factor at a time around the profile: N_S (40, 100, 250, 1000), client epochs E (1 against 5), rounds (5x the profile's, the cosine over all of them) and model width (the cnn-w2 CNN, with its own Partially and Fully Supervised runs), IID, seeds 0-2. The paper's points (CIFAR-10, SVHN, CIFAR-100; WResNets, 800 rounds) are drawn beside, labeled as the paper's.
 #
 # **How its tables read** (the paper's numbers, the two baselines, mean (std) n, the verdicts): [README](../README.md#the-notebooks).
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

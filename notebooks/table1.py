@@ -8,8 +8,6 @@
 # **Fixed before the runs.** The profile: `small`, sized by a rule written down before SemiFL was run on it (docs/profiles.md, "The small profile: how it was sized"): N_S=100, the 16-32-64 CNN, 100 clients, 10 active a round, client and server E=5, 30 rounds, every other value from the paper's Table 4; seeds 0-2, trained on a 2-core CPU (torch 2.14.1), two runs at a time with one thread each. The study's goal: at least half the gap under IID, more than zero under every partition, outside the seeds' spread. Verdicts followed one rule, fixed before the runs: A above B is *held* when A's mean exceeds B's by more than the two seed spreads (population std) together, *not held* when B's exceeds A's by that much, *within noise* otherwise. The claims below judge by the interval rule that replaced it (docs/verdicts.md).
 #
 # The column *paper (CIFAR-10, N_S=250)* quotes the paper's numbers (`semifl_core/report/paper.py`; its parentheses hold standard errors over 4 seeds): CIFAR-10 with WResNet-28-2 and 800 rounds, not this run. The paper's rows that the package does not run (the other centralized SSL methods, FedMatch, FedRGD) are listed apart, below ours. A method of your own joins the table, its claims and the takeaway with the parameter `methods` (`papermill ... -y "methods: [semifl-prox]"`; docs/adding_a_method.md), its paper cells empty.
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

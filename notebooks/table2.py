@@ -11,8 +11,6 @@
 # **Fixed before the runs**: the `small` profile (N_S=100, the 16-32-64 CNN, 100 clients, 10 active, client and server E=5, 30 rounds), seeds 0-2, and the rule of Table 1's study: A above B is *held* when A's mean exceeds B's by more than the two seed spreads (population std) together, *not held* when B's exceeds A's by that much, *within noise* otherwise. The claims below judge by the interval rule that replaced it (docs/verdicts.md).
 #
 # **How its tables read** (the paper's numbers, the two baselines, mean (std) n, the verdicts): [README](../README.md#the-notebooks).
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

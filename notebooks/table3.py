@@ -4,8 +4,6 @@
 # SemiFL with static batch-norm statistics computed from the server's labeled data only, or from the server and all clients, under Non-IID K=2 and IID.
 #
 # **How its tables read** (the paper's numbers, the two baselines, mean (std) n, the verdicts): [README](../README.md#the-notebooks).
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs

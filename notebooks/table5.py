@@ -4,8 +4,6 @@
 # The paper compares E=1 with its E=5; here the reduced E is the profile's E divided by 5 (the `small` profile's E is the paper's 5, so the table's one column *E* is both; a profile with another E shows the paper's and its own). The row with the profile's E, beta_g=0.5 and the mix loss is SemiFL (Table 1's runs, reused). The learning curves are Figure 9: test accuracy per round of the four rows, mean over seeds and a band of one standard deviation.
 #
 # **How its tables read** (the paper's numbers, the two baselines, mean (std) n, the verdicts): [README](../README.md#the-notebooks).
-#
-# **How it runs:** the committed runs are reused ([README](../README.md#the-notebooks)); the run cell's first line says what was reused and what is missing.
 
 # %% [markdown]
 # ## Parameters and runs
