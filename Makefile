@@ -58,7 +58,7 @@ demo: $(VENV)/.installed notebook-save
 	$(VENV)/bin/semifl demo --profile small --dataset fashionmnist --results-dir results-demo
 
 test: $(VENV)/.installed notebook-save
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -m 'not distributed' tests
 	ATEN_CPU_CAPABILITY=default $(PY) -m pytest -q tests/test_regression.py -k equal
 
 # the Flower and Ray adapters' tests: installs the [distributed] extra (flwr, ray) into the venv first
