@@ -10,7 +10,7 @@
 # - the implementation choices we could name: the wider CNN (cnn-w2), resetting the clients' or the server's SGD momentum between rounds, FixMatch's RandAugment instead of the authors' pool, sBN statistics from all data instead of the server's;
 # - **5x the rounds** (150, the cosine over all of them).
 #
-# Last, the spread that the labeled-set draw alone causes (split seeds 0-4, everything else fixed by seed 0). Rule for a verdict: a claim 'A ends above B' is *held* when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, *not held* when it lies below, and *within noise* when it holds zero. Accuracies are final-round test accuracies. One suspect was not fixed in advance: *no global momentum (beta_g=0)* was added after the first instrumented N_S=40 runs showed the aggregate losing most accuracy at the momentum step, so it tests a hypothesis the data suggested.
+# Last, the spread that the labeled-set draw alone causes (split seeds 0-4, everything else fixed by seed 0). Verdicts by the package's rule (under *Findings* below). Accuracies are final-round test accuracies. One suspect was not fixed in advance: *no global momentum (beta_g=0)* was added after the first instrumented N_S=40 runs showed the aggregate losing most accuracy at the momentum step, so it tests a hypothesis the data suggested.
 
 # %% [markdown]
 # ## Parameters and runs

@@ -15,7 +15,7 @@
 #
 # Neither sizing run was on its plateau at R = 50 (both are committed: `results/fedavg-labeled-...-d462a5ae2a8a`, `results/fedavg-sl-...-dc0074b41caf`), so by rule 2 the `small` variant runs **50 rounds, short of the plateau**: every row of the table is undertrained, the supervised ones included. What it can show is the order of the rows at equal, short budgets, not FedDure's absolute accuracies. Seeds 0-2 for every cell (a cell not yet trained says so).
 #
-# The columns *FedDure paper* are FedDure's published numbers (ResNet-9, 200 rounds, mean of 3 runs), quoted from `semifl_core/report/paper.py`: theirs, not ours. Our cells are final-round test accuracy, mean (population std) and n over seeds. Verdicts follow the package's rule: a claim 'A above B' is held when the 95 % interval of the difference A - B (paired by seed where the arms share the seed's labeled set; docs/verdicts.md) lies above zero, not held when it lies below, and within noise when it holds zero (FedDure's labels sit at the clients, so its rows share no labeled set with SemiFL's: Welch's interval); fewer than three seeds give no verdict.
+# The columns *FedDure paper* are FedDure's published numbers (ResNet-9, 200 rounds, mean of 3 runs), quoted from `semifl_core/report/paper.py`: theirs, not ours. Our cells are final-round test accuracy, mean (population std) and n over seeds. Verdicts follow the package's rule (under *Claims* below); FedDure's labels sit at the clients, so its rows share no labeled set with SemiFL's: Welch's interval.
 
 # %% [markdown]
 # ## Parameters and runs
