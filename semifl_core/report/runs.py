@@ -361,8 +361,6 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
             f"out of everything below: {'; '.join(left[:6])}{'; ...' if len(left) > 6 else ''}")
         jobs = [job for i, job in enumerate(jobs) if i in done]
         done, todo = {k: done[i] for k, i in enumerate(sorted(done))}, []
-    elif no_train() and jobs:
-        print(f"{FROM_STORE}: all {len(jobs)} runs are in {shown(results_dir)}")
     if todo:
         est = estimate_minutes([jobs[i][1] for i in todo], minutes_per_round(results_dir))
         print(f"{len(todo)} of {len(jobs)} runs are not in {shown(results_dir)} and train now: "
