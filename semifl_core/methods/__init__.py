@@ -148,7 +148,8 @@ class Method:
         return _load(self.split)(cfg, labels, rng) if self.split else None
 
     def problem(self, cfg) -> str:
-        """Why cfg is not a run of this method ("" if it is): the check of the method it is a variant of, then its own."""
+        """Why cfg is not a run of this method ("" if it is): the check of the method it is a variant of (SemiFL's
+        label-skew fields), then its own."""
         return (METHODS[self.variant_of].problem(cfg) if self.variant_of else "") or (
             _load(self.check)(cfg) if self.check else "")
 
