@@ -197,8 +197,7 @@ def _rotate(max_deg):
 
 
 def _shear(axis, max_v, mode="nearest"):
-    """PIL's Image.transform resamples NEAREST by default; the authors' RandAugment passes BILINEAR (mode="bilinear":
-    equal to PIL's to one gray level, not bit for bit)."""
+    """mode="bilinear": the authors' RandAugment's resampling (PIL's BILINEAR to one gray level, not bit for bit)."""
     def op(x, m, g):
         n = x.shape[0]
         s = m.double() * max_v * _sign(n, g, x.device)
@@ -216,7 +215,7 @@ def _translate(axis, max_v, relative):
         t = t.trunc() if relative else t
         one, zero = torch.ones_like(t), torch.zeros_like(t)
         mat = _affine(one, zero, t, zero, one, zero) if axis == "x" else _affine(one, zero, zero, zero, one, t)
-        return _warp(x, mat, "nearest")  # PIL's Image.transform resamples NEAREST by default
+        return _warp(x, mat, "nearest")
     return op
 
 

@@ -3,15 +3,12 @@
     nohup python -m semifl_core.campaign horizon few_labels > lane-a.log 2>&1 &
     nohup python -m semifl_core.campaign horizon few_labels > lane-b.log 2>&1 &     # a second lane shares the queue
 
-A queue is a notebook's name: the runs it asks for and the store lacks, in its order (notebook_queue); a study whose
-later runs depend on earlier ones (a gate, a rule picking winners) queues what it asks for now, so start the lane again
-once those are in. `confirmation`: the fresh-seed runs of report.confirmation's plan, claim by claim, seed by seed.
-
-A lane is one process with one torch thread (two lanes are a 2-core machine's best throughput, BENCHMARKS.md). It
-trains, in order, each run not complete and not held by another process, claiming it with results.try_hold (the lock
-`semifl run` takes) and resuming from its checkpoint. SIGTERM or Ctrl-C checkpoints after the current round; `touch
-<results>/.stop-campaign` stops every lane after its current run; the same command resumes. `--match TEXT` fits a lane
-to the time it has (checkpoints stay in this machine's results/: a run that cannot finish here starts over elsewhere).
+A queue is a notebook's name: the runs it asks for now and the store lacks, in its order (notebook_queue);
+`confirmation`: the fresh-seed runs of report.confirmation's plan, claim by claim, seed by seed. A lane is one process
+with one torch thread; it trains, in order, each run not complete and not held by another process, claiming it with
+results.try_hold (the lock `semifl run` takes) and resuming from its checkpoint. SIGTERM or Ctrl-C checkpoints after
+the current round; `touch <results>/.stop-campaign` stops every lane after its current run; the same command resumes.
+docs/usage.md, "Long runs in the background", says how to use them.
 """
 from __future__ import annotations
 
@@ -108,9 +105,10 @@ def listing(jobs, results_dir="results") -> str:
         lines.append(f"{state:10s} {label}")
     todo = results.estimate_minutes(todo, results.minutes_per_round(results_dir))
     missing = sum(1 for ln in lines if not ln.startswith("complete"))
-    lines.append(f"{len(jobs)} runs, {missing} to train: " + (f"about {todo / 60:.1f} CPU hours (median minutes per round of "
-                 "the committed runs of the same method, else SemiFL's; semi-supervised rounds grow with the label "
-                 "ratio, so long runs take longer)" if todo == todo else "no committed run to estimate their time"))
+    lines.append(f"{len(jobs)} runs, {missing} to train: " + (
+        f"about {todo / 60:.1f} CPU hours (median minutes per round of the committed runs of the same method, else "
+        "SemiFL's; semi-supervised rounds grow with the label ratio, so long runs take longer)" if todo == todo
+        else "no committed run to estimate their time"))
     return "\n".join(lines)
 
 
@@ -126,8 +124,8 @@ def main(argv=None) -> int:
     try:
         jobs = queue(args.queues, args.match, args.results_dir)
         if not jobs and args.match:
-            raise ConfigError(f"--match {' '.join(map(repr, args.match))}: no run of {', '.join(args.queues)} has a label containing it "
-                              "(see --list)")
+            raise ConfigError(f"--match {' '.join(map(repr, args.match))}: no run of {', '.join(args.queues)} has a "
+                              "label containing it (see --list)")
         if args.list:
             print(listing(jobs, args.results_dir))
             return 0

@@ -116,7 +116,7 @@ def main(argv=None) -> int:
 
 
 def _exit_code(err: Exception) -> int | None:
-    """2 for bad input or a damaged store, 1 for failed training or file system, None for a bug (shown in full)."""
+    """main's exit code for err (module docstring); None for a bug, shown in full."""
     if isinstance(err, ConfigError):
         return 2
     if isinstance(err, OSError):   # disk full, permission denied: the message names the file
@@ -124,7 +124,7 @@ def _exit_code(err: Exception) -> int | None:
     from .data import DataError       # imported only now: these modules load torch
     from .results import DiskError, ResultsError
     from .run import TrainingError
-    if isinstance(err, (TrainingError, DiskError)):   # DiskError: a full (or read-only) disk while a run trains
+    if isinstance(err, (TrainingError, DiskError)):
         return 1
     return 2 if isinstance(err, (DataError, ResultsError)) else None
 

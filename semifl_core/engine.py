@@ -1,25 +1,23 @@
 """Local training of several models (the active clients of a round, or the server) from the same start, on a loss
 function it is given. The engine knows no method: a method builds the tasks (tasks.make_tasks) and the loss.
 
-A loss function is `loss_fn(f, inputs) -> (loss, aux)` (net.py): f the network being trained (a `Net`), inputs one step
-of a Task with its uint8 images normalised, aux a 1-D tensor of counts the method wants summed over the steps (may be
-empty). `train` returns the trained weights stacked along a leading model dimension, each model's SGD momentum, and per
-model the sums over its steps of [loss, *aux]. Both engines consume the same tasks, so they train on the same inputs:
+A loss function is `loss_fn(f, inputs) -> (loss, aux)` (net.py), inputs one step of a Task with its uint8 images
+normalised, aux a 1-D tensor of counts summed over the steps (may be empty). `train` returns the trained weights stacked
+along a leading model dimension, each model's SGD momentum, and per model the sums over its steps of [loss, *aux]. Both
+engines consume the same tasks, so they train on the same inputs:
 
 - `sequential`: one model after another: the readable reference. Its update is torch.optim.SGD's after clip_grad_norm_,
   written with torch._foreach_* ops (`sgd_`, bit-identical to them: tests/test_speed.py).
 - `vectorized`: every client at once: one vmap(grad) forward/backward for all clients whose step is a full batch, and
   the same SGD on parameters and momentum stacked in two flat buffers (`FlatModels`, sgd.py). A client whose step is a
   last partial batch gets its gradient from its own un-padded batch, one out of steps is masked (not updated), so the
-  result equals the sequential engine's up to float rounding (batched kernels sum in another order: about 4e-7 relative
-  after a round's client training); whole runs (which amplify that) end within seed noise of each other, not
-  bit-identical (BENCHMARKS.md). With Speed.masked_steps a partial batch is instead padded to the full batch with a mask
-  of its real samples (b["valid"]), which static BN (models.valid_samples) and every graph_safe loss honour: every step
-  then has one shape, so a CUDA graph takes it too.
+  result equals the sequential engine's up to float rounding (batched kernels sum in another order); whole runs end
+  within seed noise of each other, not bit-identical (BENCHMARKS.md, "Same results"). With Speed.masked_steps a partial
+  batch is instead padded to the full batch with a mask of its real samples (b["valid"]), which static BN
+  (models.valid_samples) and every graph_safe loss honour: every step then has one shape, so a CUDA graph takes it too.
 
 `Speed` chooses how they run, never what they compute. Both engines keep a step's statistics and losses on the device
-and read them once per call (no host synchronisation inside a step loop): once the switches sync_free and flat_sgd,
-always on since they met their rules (BENCHMARKS.md).
+and read them once per call (no host synchronisation inside a step loop).
 """
 from __future__ import annotations
 
@@ -41,27 +39,27 @@ from .tasks import Task
 @dataclass(frozen=True)
 class Speed:
     """How the engines and the experiment run, not what they compute (never in the run key). Every switch but bf16
-    keeps the results to float rounding. All False: no optional switch (`baseline`); `default(device)`: what runs.
+    keeps the results to float rounding. All False: no optional switch (`baseline`); `default(device)`: what runs, each
+    switch as its rule decided (BENCHMARKS.md, "CPU switch rules" and "GPU switch rules"); wide_passes and compile stay
+    off until the prepared device call (scripts/gpu_checks.sh) has measured them against their rules.
 
     cuda_graphs  fixed-shape steps as CUDA graphs, captured once per run: the vectorized engine's step where every
                  client still training has a full batch (one graph per client count), the sequential engine's (and
                  the server's) full-batch step; partial batches stay eager. graph_safe losses only; CUDA only
     sbn_one_pass sBN statistics of many groups of 250 images per forward (each group normalised by its own
-                 statistics) instead of one forward per group; on by default on CUDA only
+                 statistics) instead of one forward per group
     bf16         forward/backward in bfloat16 autocast (fp32 master weights, gradients, loss). CHANGES results: set
                  by Config.precision="bf16" (in the run key), refused by run.run as a Speed. CPU (slowly) or bf16 GPUs
     masked_steps the vectorized engine's partial-batch steps padded to full ones with a mask (module docstring), in a
                  second CUDA graph: graphs take every step but the first. Plain BN (norm=bn) and losses not graph_safe
-                 stay eager. On by default on CUDA (measured on an H200: BENCHMARKS.md, "GPU switch rules")
+                 stay eager
     one_forward  Net.parts: several batches of one size (SemiFL's fix and mix batches) in one forward whose static BN
                  takes each batch's statistics apart (models.batch_parts), what the authors' two calls compute in half
-                 the kernels; static BN and GroupNorm only. On by default (measured: BENCHMARKS.md, "CPU switch rules")
+                 the kernels; static BN and GroupNorm only
     wide_passes  sBN statistics and evaluation in forwards of sbn.WIDE_IMAGES images (the sBN groups of 250 normalised
-                 apart), channels_last, on inference copies of the model: fewer, wider passes where GPU memory holds
-                 them. Off by default: its rule is in BENCHMARKS.md ("GPU switch rules"), not yet measured on a GPU
+                 apart), channels_last, on inference copies of the model: fewer, wider passes
     compile      torch.compile (inductor) of the vectorized engine's full-batch step (graph_safe losses), inside its
-                 CUDA graph with cuda_graphs. Off by default: it met the written rule on its own on an H200, but has
-                 not run on a GPU with masked_steps (the default it would join); a compile costs about a minute a run
+                 CUDA graph with cuda_graphs
     """
     cuda_graphs: bool = False
     sbn_one_pass: bool = False
@@ -77,7 +75,6 @@ class Speed:
 
     @classmethod
     def default(cls, device) -> "Speed":
-        """Every change that keeps results (to float rounding) on; graphs, masked steps: CUDA only; fp32."""
         cuda = torch.device(device).type == "cuda"
         return cls(cuda_graphs=cuda, sbn_one_pass=cuda, masked_steps=cuda, one_forward=True)
 
@@ -98,7 +95,6 @@ def cosine_lr(cfg, r: int) -> float:
 
 
 def model_inputs(batch: dict, mean, std) -> dict:
-    """A step's views with every uint8 image view normalised to float model input."""
     return {k: normalize(v, mean, std) if v.dtype == torch.uint8 else v for k, v in batch.items()}
 
 
@@ -202,18 +198,18 @@ class SequentialEngine:
             losses.extend(torch.stack(step_losses).tolist())
         return _stacked(results), new_states, torch.stack(stats).cpu() if stats else torch.zeros(0, 1)
 
+
 class _SequentialTrainer:
     """The sequential engine's step: torch.autograd.grad, then clip_grads_ and sgd_ in place on the trained parameters
-    and their momentum buffers. The Net its loss gets reads the start weights, f.state and f.client from static memory.
-    With Speed.cuda_graphs and a graph_safe loss the full-batch step is captured once per run (lr_on_device: the graph
-    reads lr on device)."""
+    and their momentum buffers. With Speed.cuda_graphs and a graph_safe loss the full-batch step is captured once per
+    run (lr_on_device: the graph reads lr on device)."""
 
     def __init__(self, cfg, model, loss_fn, lr, speed, lr_on_device: bool = False):
         self.cfg, self.model, self.loss_fn = cfg, model, loss_fn
         every = dict(model.named_parameters())
         dev = next(model.parameters()).device
+        # the start weights, f.state and f.client in static memory (a captured step reads them in place)
         self.start = {k: v.detach().clone() for k, v in every.items()}
-        # f.state and f.client in static memory (a captured step reads them in place), refilled for every task
         self.state = ClientValues()
         self.client = torch.zeros((), dtype=torch.long, device=dev)
         self.f = module_net(model, speed, self.start, self.state, self.client)
@@ -338,8 +334,7 @@ class _ClientSteps:
         self.grad_one = grad(step_loss, has_aux=True)
         self.one_reduction = dev.type != "cpu"   # clip norms: the CPU keeps the reference's sum order
         self.stats = None
-        self.flat = FlatModels(start, states, cfg, lr, lr_on_device=fixed and speed.cuda_graphs,
-                               frozen=self.frozen)
+        self.flat = FlatModels(start, states, cfg, lr, lr_on_device=fixed and speed.cuda_graphs, frozen=self.frozen)
         self.params = self.flat.params
         # The fixed-shape steps: one where every client still training has a full batch, one (masked steps) where some
         # have a partial one, padded (two graphs: the full steps keep plain batch norm). None: eager, un-padded.

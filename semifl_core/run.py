@@ -29,10 +29,8 @@ from .partition import make_split
 from .rounds import Round, RoundRecord
 
 
-# Evaluation: static BN folded into the convs (models.folded), in batches of 64 on a CPU (2.4x the images/s of unfolded
-# batches of 1000 for the small CNN on one thread) and of 1000 on a GPU (4.4x the images/s of batches of 64 for WRN-28-2
-# on an H200; BENCHMARKS.md, "Inference" and "GPU evaluation"), equal up to float rounding. Pseudo-labeling keeps
-# models.predict's defaults: training stays bit-identical to before.
+# Evaluation batches of a folded model (models.folded, equal up to float rounding): BENCHMARKS.md, "Inference" and
+# "GPU evaluation". Pseudo-labeling keeps models.predict's defaults: training stays bit-identical to committed runs.
 EVAL_BATCH = {"cpu": 64, "cuda": 1000}
 
 
@@ -82,9 +80,8 @@ class Experiment:
         if cfg.precision == "bf16":   # a run option (in the run key), carried to the engines as Speed.bf16
             speed = dataclasses.replace(speed, bf16=True)
         self.speed = speed.check(device)
-        self.mean, self.std = data.mean, data.std
         # on the device once, not copied there by every normalisation
-        self.mean, self.std = (torch.as_tensor(v, dtype=torch.float32, device=device) for v in (self.mean, self.std))
+        self.mean, self.std = (torch.as_tensor(v, dtype=torch.float32, device=device) for v in (data.mean, data.std))
         self.method_round = cfg.method.round_function()
         labels = data.y_train.cpu().numpy()
         server, clients, labeled = make_split(cfg, labels)
@@ -104,7 +101,7 @@ class Experiment:
         torch.manual_seed(self.cfg.seed)
         model = make_model(self.cfg, self.data.shape[0]).to(self.device)
         if self.device.type == "cpu" and self.cfg.model.startswith("cnn"):
-            # channels_last: 1.35x faster on a CPU; on an H200 it made the vectorized engine slower (BENCHMARKS.md)
+            # channels_last: faster on a CPU, slower on a GPU (BENCHMARKS.md, "Engines and threads", "The client step")
             model = model.to(memory_format=torch.channels_last)
         return State(model, torch.optim.SGD(model.parameters(), lr=1.0, momentum=self.cfg.global_momentum))
 
@@ -267,7 +264,8 @@ def _train(cfg: Config, path: Path, device, data: Dataset, progress: bool, check
                             "lower lr or weight_decay") from None
     finally:
         writer.join()   # a write in flight completes (or fails) before the run returns or raises
-        _restore_handlers(handlers)
+        for sig, h in handlers.items():
+            signal.signal(sig, h)
     with disk_errors(cfg, on_disk):
         return finish(exp, st, path, time.perf_counter() - start)
 
@@ -447,11 +445,6 @@ def _install_stop_handlers(stop: list):
     except ValueError:  # not the main thread: leave signals alone
         pass
     return old
-
-
-def _restore_handlers(old: dict) -> None:
-    for sig, h in old.items():
-        signal.signal(sig, h)
 
 
 def _progress(rounds, done, cfg, show):

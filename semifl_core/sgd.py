@@ -102,22 +102,14 @@ class FlatModels:
              one_reduction: bool = False) -> None:
         """One SGD step (clip_grad_norm_ first) of the models in rows (None: all; grads in rows' order); active: (n,)
         bool, the models to update. Parameters a `frozen` loss leaves untrained are kept, out of the clip norm."""
+        cfg = self.cfg
         if self.frozen is not None:
             grads = {k: torch.zeros_like(g) if k in self.frozen_keys else g for k, g in grads.items()}
-        g, coef = self.pack(grads, rows), None
-        if self.cfg.clip_norm > 0:
-            coef = clip_coefficients(list(grads.values()), self.cfg.clip_norm, one_reduction)
+        g = self.pack(grads, rows)
+        if cfg.clip_norm > 0:
+            coef = clip_coefficients(list(grads.values()), cfg.clip_norm, one_reduction)
             if rows is not None:
                 coef = torch.ones(self.n, device=coef.device).index_copy(0, rows, coef)
-        self.step_flat(g, active, coef)
-
-    def step_flat(self, g: torch.Tensor, active: torch.Tensor | None = None, coef: torch.Tensor | None = None) -> None:
-        """`step` from every model's gradient as one flat buffer (laid out as the parameters); coef: each model's clip
-        factor, computed from g when None (a frozen parameter's entries of g must then be zero)."""
-        cfg = self.cfg
-        if cfg.clip_norm > 0:
-            if coef is None:
-                coef = clip_coefficients(list(self.views(g).values()), cfg.clip_norm, one_reduction=True)
             g = g * coef[self.owner]
         p, m = sgd_update(self.p, self.m, g, self.lr, cfg)
         if active is not None or self.frozen is not None:

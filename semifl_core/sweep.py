@@ -260,7 +260,7 @@ def one_line(err: BaseException) -> str:
 
 def _drive(ray, remote, args: dict, configs, todo: list, out: SweepResult, progress: bool) -> None:
     """Submit `todo`, collect the results into `out`, defer the runs held elsewhere and wait for them at the end."""
-    from tqdm import tqdm  # text bars: they render in committed notebooks (no widgets needed)
+    from tqdm import tqdm
 
     total, reused = len(todo) + out.reused, out.reused
     bar = tqdm(total=total, initial=reused, unit="run", disable=not progress,

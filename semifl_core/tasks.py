@@ -60,7 +60,7 @@ def make_tasks(specs: list[dict], batch: int, epochs: float, rng: np.random.Gene
         idx, size = _pad(epoch_batches(len(spec["x"]), batch, epochs, rng), batch)
         plan = {"idx": idx, "size": size}
         if mix_alpha is not None:
-            if spec.get("mix_per_read"):   # a fresh random client image at every read
+            if spec.get("mix_per_read"):
                 plan["mix_idx"] = rng.integers(0, len(spec["x_mix"]), size=idx.shape)
             else:
                 plan["mix_idx"], _ = _pad(epoch_batches(len(spec["x_mix"]), batch, epochs, rng), batch)

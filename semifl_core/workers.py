@@ -1,11 +1,11 @@
-"""run_all's pool (`train_all`: how many processes, on which GPUs) and its worker processes: one torch thread each; they stop as one run stops (after its round, with a checkpoint)
-and die with the process that started them, however it ends (SIGKILL included).
+"""run_all's pool (`train_all`: how many processes, on which GPUs) and its worker processes: one torch thread each;
+they stop as one run stops (after its round, with a checkpoint) and die with the process that started them, however
+it ends (SIGKILL included).
 
-Parent gone: the worker gets SIGTERM, its run stops after its round, with a checkpoint, and it exits; one still alive
-ORPHAN_GRACE_S later is killed, losing the rounds since its last checkpoint as a crash does (a bound rather than "the
-round": a small-profile round takes 20 s on a CPU, and an orphan is a process nobody sees, holding its run's lock;
-smoke and GPU rounds fit in the grace). On Linux the kernel sends the SIGTERM (PR_SET_PDEATHSIG, armed in `init`);
-everywhere a thread watching os.getppid() sends it too. Ctrl-C or SIGTERM of the parent: `stop`.
+Parent gone: the worker gets SIGTERM, stops so and exits; one still alive ORPHAN_GRACE_S later is killed, losing the
+rounds since its last checkpoint as a crash does (a bound rather than "the round", as an orphan holds its run's lock
+unseen; a `small` round on a CPU can outlast it). On Linux the kernel sends the SIGTERM (PR_SET_PDEATHSIG, armed in
+`init`); everywhere a thread watching os.getppid() sends it too. Ctrl-C or SIGTERM of the parent: `stop`.
 """
 from __future__ import annotations
 
@@ -15,15 +15,12 @@ import sys
 import time
 from contextlib import contextmanager
 
-# K, the runs run_all and sweeps train at once on one GPU (one process each); 1 on a CPU. On CUDA the smallest K within
-# 10 % of the best K's runs per hour in both bench grids: on an H100 (2026-11-26, BENCHMARKS.md) `small` runs 1.00,
-# 1.33, 1.41, 1.55x and `paper` rounds 1.00, 1.16, 1.18, 1.20x at K = 1, 2, 4, 8 (one measurement each) give 4.
+# K, the runs run_all and sweeps train at once on one GPU (one process each); 1 on a CPU. CUDA's: BENCHMARKS.md,
+# "K runs at once", as are the peaks behind MEASURED_OVER_COUNTED.
 RUNS_PER_GPU = {"cpu": 1, "cuda": 4}
 CUDA_CONTEXT_BYTES = 768 * 2 ** 20   # one process's CUDA context with cuBLAS and cuDNN loaded (assumed, see run_memory)
 GPU_MEMORY_SHARE = 0.9               # K runs' estimated peaks must fit in this share of the GPU's memory
-# run_memory's terms fell short of the peaks measured with Speed.default on an H100 (2026-11-26, BENCHMARKS.md): `paper`
-# 12.7 GiB against 3.5 counted (one-pass sBN forwards of 5,000 images, the CUDA graphs' memory pool, cuDNN workspaces),
-# `small` 2.8 against 1.2. The larger ratio scales every estimate, so that a default K never overfills.
+# measured peak / run_memory's count (`paper`'s, the larger ratio): scales every estimate, so no default K overfills
 MEASURED_OVER_COUNTED = 12.7 / 3.5
 ORPHAN_GRACE_S = 5   # a worker whose parent died has this long to finish its round and checkpoint, then is killed
 STOP_WAIT_S = 120    # run_all, stopped, waits this long at most for its workers to finish their round
@@ -39,7 +36,7 @@ def init(parent=None, gpus=None, slots=None):
     global _parent
     import threading
 
-    if gpus:   # run_all spreads its workers over several GPUs: this one sees only its own (before CUDA starts)
+    if gpus:   # before CUDA starts
         with slots.get_lock():
             slot, slots.value = slots.value, slots.value + 1
         os.environ["CUDA_VISIBLE_DEVICES"] = str(gpus[slot % len(gpus)])
@@ -155,8 +152,8 @@ def usable_cores() -> list[int]:
 
 
 def workers_for(device: str, jobs: int, runs_per_gpu: int = 1) -> int:
-    """Parallel training processes: on a CPU one per usable core (one thread each; under `taskset -c 0` one, in this
-    process); on CUDA `runs_per_gpu` per GPU (each GPU torch sees, for auto or cuda; one for cuda:N)."""
+    """Parallel training processes, at most `jobs`: on a CPU one per usable core (one thread each), on CUDA
+    `runs_per_gpu` per GPU of gpu_ids."""
     from .run import pick_device
     dev = pick_device(device)
     if dev.type == "cpu":

@@ -6,8 +6,8 @@ as a Flower simulation and compares the metrics per round: exit status 0 when th
     python -m semifl_core.flower.deploy                       # 3 SuperNodes, the smoke profile, 3 rounds
     python -m semifl_core.flower.deploy --supernodes 3 --set rounds=5 --work /tmp/semifl-deploy
 
-Logs, the Flower configuration (FLWR_HOME) and both runs' results go under --work (default: a new temporary
-directory). docs/gpu.md gives the same steps as commands to type.
+Logs, the Flower configuration (FLWR_HOME) and both runs' results go under --work. docs/gpu.md gives the same steps
+as commands to type.
 """
 from __future__ import annotations
 

@@ -49,7 +49,8 @@ def takeaway(table: pd.DataFrame) -> Takeaway:
     order = list(dict.fromkeys([name for _, name in VERDICT_ORDER] + ["Found"]))
     word = lambda g: "with fewer than three seeds (no verdict)" if g.startswith("Fewer") else g.lower()  # noqa: E731
     counts = ", ".join(f"{len(groups[g])} {word(g)}" for g in order if g in groups and g != "Found")
-    lines = [f"**Takeaway** ({len(table)} {claim}s; by the package's rule, from the table below): {counts or 'none judged'}."]
+    lines = [f"**Takeaway** ({len(table)} {claim}s; by the package's rule, from the table below): "
+             f"{counts or 'none judged'}."]
     for g in order:
         if g in groups:
             lines += ["", f"*{g}:*", *(f"- {c}" for c in groups[g])]

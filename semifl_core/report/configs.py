@@ -8,15 +8,15 @@ import functools
 import pandas as pd
 
 from ..config import PROFILE_GRID, ConfigError, profile
-from ..methods import (CBAFED_METHODS, FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
-                       FIXMATCH, FL2, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED, SEMIFL)
+from ..methods import (CBAFED_METHODS, FEDAVG_FIXMATCH, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL,
+                       FEDAVG_SUPERVISED, FEDDURE, FIXMATCH, FL2, FULLY_SUPERVISED, METHODS, PARTIALLY_SUPERVISED,
+                       SEMIFL)
 from . import paper
 from .paper import ABLATION_PARTITIONS, FEDDURE_SETTING_NAMES, FEDDURE_SETTINGS, PARTITIONS  # noqa: F401
 from .runs import make, run_all, run_pairs
 
 
 def label_of(method: str) -> str:
-    """A method's row label: its display label in the method table (methods.METHODS)."""
     return METHODS[method].label
 
 
@@ -36,7 +36,6 @@ TABLE1_FEDERATED = {"long": (FEDAVG_FIXMATCH,)}
 
 def check_methods(methods) -> tuple:
     """A notebook's `methods` parameter (your methods added to its grid) as a tuple; else one line on what is wrong."""
-    from ..config import ConfigError
     if isinstance(methods, str) or not hasattr(methods, "__iter__"):
         raise ConfigError(f"methods={methods!r}: must be a list of method names, e.g. ['semifl-prox'] "
                           "(papermill: -y 'methods: [semifl-prox]')")
@@ -55,8 +54,8 @@ def table1_configs(p, ds, n, rounds=None, methods=(), fields=None) -> dict:
     own = {m: {k: v for k, v in fields.items() if k in fields_of(m)} for m in methods}
     for name in fields:
         if not any(name in o for o in own.values()):
-            raise ConfigError(f"fields: {name!r} is a field of none of the methods added ({', '.join(methods) or 'none'}"
-                              "); allowed: the fields those methods declare")
+            raise ConfigError(f"fields: {name!r} is a field of none of the methods added "
+                              f"({', '.join(methods) or 'none'}); allowed: the fields those methods declare")
     cfgs = baseline_configs(p, ds, n, rounds)
     cfgs[label_of(FIXMATCH)] = make(p, ds, n, rounds, algorithm=FIXMATCH)
     extra = [m for m in methods if not METHODS[m].federated]
@@ -249,7 +248,6 @@ GRIDS = {"table1": table1_configs, "table2": table2_configs, "table3": table3_co
 def grid_configs(name: str, p: str, dataset=None, rounds=None) -> dict:
     """{label: Config} of grid `name` (GRIDS) at profile p over its (dataset, N_S) pairs (only `dataset`'s if given),
     labels naming the pair when there are several; as the notebooks run them, without feddure's extra seeds."""
-    from ..config import ConfigError
     from .runs import grid
     if name not in GRIDS:
         raise ConfigError(f"grid {name!r}: allowed are {', '.join(GRIDS)}")
@@ -287,8 +285,8 @@ FIXED_INSTRUMENTED = "fixed (instrumented)"   # the fixed rule's runs with diagn
 
 
 def few_label_configs(p, ds, n, rounds=None) -> dict:
-    """{'rule | SemiFL': Config} at N_S=n: every rule, the fixed rule instrumented (the diagnosis' runs, trained as the
-    plain ones on one machine and kernels; committed pairs, from two machines, part at round 1), (FL)^2, baselines."""
+    """{'rule | SemiFL': Config} at N_S=n: every rule, the fixed rule instrumented (the diagnosis' runs), (FL)^2,
+    baselines."""
     from ..methods.pseudo_labels import FIXED, RULES
     out = {f"{rule} | {label_of(SEMIFL)}": make(p, ds, n, rounds, pseudo_label_rule=rule) for rule in RULES}
     out[f"{FIXED_INSTRUMENTED} | {label_of(SEMIFL)}"] = out[f"{FIXED} | {label_of(SEMIFL)}"].replace(diagnostics=True)
@@ -317,10 +315,7 @@ def horizons_of(p, ds=None) -> tuple:
 def horizon_runs(p, ds, n, seeds=None, results_dir=None, device="auto") -> pd.DataFrame:
     """The runs of every horizons_of R (seeds 0-2 by default), with 'R' and 'method' columns; Fully Supervised too."""
     seeds = (0, 1, 2) if seeds is None else seeds
-    parts = []
-    for r in horizons_of(p, ds):
-        d = run_all(horizon_configs(p, ds, n, r), seeds, results_dir, device)
-        parts.append(d.assign(R=r))
+    parts = [run_all(horizon_configs(p, ds, n, r), seeds, results_dir, device).assign(R=r) for r in horizons_of(p, ds)]
     fsl = run_all({label_of(FULLY_SUPERVISED): make(p, ds, n, algorithm=FULLY_SUPERVISED)}, seeds, results_dir, device)
     df = pd.concat([*parts, fsl.assign(R=0)], ignore_index=True)
     df["method"] = df.label.str.split(" | ", regex=False).str[-1]

@@ -1,17 +1,11 @@
 """The confirmation: the claims decided on seeds added after seeds 0-2 had been seen, judged again on fresh seeds alone
-(docs/verdicts.md, "The confirmation": the rule and the plan's table).
+(docs/verdicts.md, "The confirmation": why, the rule and the plan's table).
 
-Why: the seed plan gave seeds only to claims within noise at seeds 0-2, sized their number from those seeds, then
-judged each claim on all its seeds, which leans toward "held" (simulated with no true effect, a claim's error roughly
-doubles). Seeds no choice has seen remove the lean: a claim is **confirmed** when its interval on the fresh seeds
-alone, Holm-corrected over the confirmation's family, lies on the claimed side of zero, else **not confirmed**.
-
-The plan (`compute_plan`, written to results/confirmation_plan.json before any of its runs): CANDIDATES in the order of
-the README's questions, each sized on the exploration's seeds at Holm's strictest level 1 - 0.05 / m (`sized`: safeguard
-power analysis, Perugini, Gallucci and Costantini 2014, as the selection inflated the mean). The family grows in that
-order while every member still reaches POWER within CAP seeds and its 300-round runs stay within LONG_CAP; a candidate
-that cannot join is not run and is "not confirmed". Both arms run at the same seeds FRESH, claim by claim, cheapest
-first.
+A claim is **confirmed** when its interval on the fresh seeds alone, Holm-corrected over the confirmation's family, lies
+on the claimed side of zero, else **not confirmed**. The plan (`compute_plan`, written to results/confirmation_plan.json
+before any of its runs) sizes CANDIDATES, in order, on the exploration's seeds (`sized`); the family grows while every
+member still reaches POWER within CAP seeds and its 300-round runs stay within LONG_CAP; a candidate that cannot join
+is not run and is "not confirmed".
 
     python -m semifl_core.report.confirmation            # the plan's table and the verdicts so far
     python -m semifl_core.campaign confirmation          # trains the runs (two lanes share the queue)"""
@@ -34,7 +28,7 @@ from .runs import final_accs, repo_path
 
 EXPLORED = (0, 1, 2)             # the seeds every study planned from: the exploration
 
-FRESH = tuple(range(100, 108))   # seeds no committed run had when the plan was written (0-7 had been used)
+FRESH = tuple(range(100, 108))   # seeds no committed run had when the plan was written
 CAP = 8                          # most fresh seeds a claim may get
 LONG_CAP = 32                    # most runs of 300 rounds the plan may queue (about 30: 8 seeds x 2 arms x 2 claims)
 POWER = 0.8                      # the chance, at the sized effect, that the interval lies on the claimed side
@@ -144,8 +138,9 @@ def compute_plan(results_dir=None) -> dict:
             short = [r["claim"] for r, n in zip(trial, ns) if n is None]
             row["left_out"] = ("the cap cannot give it a fair chance: " + (
                 f"its runs would pass {LONG_CAP} runs of 300 rounds" if not short else
-                f"{100 * POWER:.0f} % power needs more than {CAP} fresh seeds in a family of {len(trial)}" if short == [row["claim"]]
-                else f"with it in (a family of {len(trial)}), {short[0]} would need more than {CAP} fresh seeds"))
+                f"{100 * POWER:.0f} % power needs more than {CAP} fresh seeds in a family of {len(trial)}"
+                if short == [row["claim"]] else
+                f"with it in (a family of {len(trial)}), {short[0]} would need more than {CAP} fresh seeds"))
     for row in rows:
         row["effect"], row["sd"], n = (round(x, 4) if isinstance(x, float) else x
                                        for x in sized(row["diffs"], max(len(family), 1)))
@@ -164,9 +159,8 @@ def _minutes(cfg: Config, seeds, results_dir=None) -> float:
 
 
 def _long_runs(rows, ns) -> int:
-    keys = {(json.dumps(r[arm], sort_keys=True), s) for r, n in zip(rows, ns) for arm in ("a", "b")
-            if r[arm]["rounds"] >= 300 for s in FRESH[:n]}
-    return len(keys)
+    return len({(json.dumps(r[arm], sort_keys=True), s) for r, n in zip(rows, ns) for arm in ("a", "b")
+                if r[arm]["rounds"] >= 300 for s in FRESH[:n]})
 
 
 def digest(plan: dict) -> str:
@@ -266,7 +260,8 @@ def verdicts(results_dir=None, plan=None) -> list[Confirmation]:
         both = set(a) & set(b)
         if len(both) < n:
             out[row["claim"]] = Confirmation(row["claim"], "running", m=m,
-                                             why=f"{len(both)} of {n} fresh seeds in ({row['seeds']['a'][0]}-{row['seeds']['a'][-1]})")
+                                             why=f"{len(both)} of {n} fresh seeds in "
+                                                 f"({row['seeds']['a'][0]}-{row['seeds']['a'][-1]})")
             continue
         side = row["side"]
         judged[row["claim"]] = paired({s: side * a[s] for s in a}, {s: side * b[s] for s in b}, row["claim"])

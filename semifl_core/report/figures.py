@@ -12,10 +12,10 @@ from .configs import BASELINES
 from .runs import _kernel, display_name, repo_path
 
 
-DPI = 150          # the PNG's resolution
+DPI = 150
 MAX_WIDTH = 9.0    # inches: at DPI at most 1350 px, so that an 890 px column shrinks a figure to 0.66 at most
-# The one style: seaborn's whitegrid, notebook context, smallest text 11 pt. Shown 890 px wide (GitHub's README column;
-# JupyterLab's output area in a 1400 px window), a MAX_WIDTH figure draws 11 pt as 15 px, above the page's 13-14 px.
+# Smallest text 11 pt: shown 890 px wide (GitHub's README column; JupyterLab's output area in a 1400 px window), a
+# MAX_WIDTH figure draws it as 15 px, above the page's 13-14 px.
 THEME = dict(style="whitegrid", context="notebook",
              rc={"font.size": 12, "axes.titlesize": 12, "axes.labelsize": 12, "xtick.labelsize": 11,
                  "ytick.labelsize": 11, "legend.fontsize": 11, "legend.title_fontsize": 11, "figure.titlesize": 13})
@@ -86,7 +86,7 @@ def save_figure(fig, figures_dir, name: str) -> None:
     import matplotlib.pyplot as plt
     if fig is None:
         print(f"{name}: no figure (no runs to draw)")
-        return None
+        return
     d = repo_path("figures", figures_dir)
     d.mkdir(parents=True, exist_ok=True)
     fig = getattr(fig, "figure", fig)   # accepts a seaborn FacetGrid
@@ -101,7 +101,6 @@ def save_figure(fig, figures_dir, name: str) -> None:
     if _kernel() is not None:
         from IPython.display import Image, display
         display(Image(data=png.getvalue(), format="png"))
-    return None
 
 
 # tab10 in an order that keeps neighbours apart: red and brown (or red and pink) never both among the first seven

@@ -11,8 +11,8 @@ from __future__ import annotations
 import math
 import re
 
-from ..methods import (CBAFED, CBAFED_LOWER, CBAFED_UPPER, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL, FEDAVG_SUPERVISED, FEDDURE,
-                       FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
+from ..methods import (CBAFED, CBAFED_LOWER, CBAFED_UPPER, FEDAVG_FIXMATCH_CLIENTS, FEDAVG_LABELED, FEDAVG_SL,
+                       FEDAVG_SUPERVISED, FEDDURE, FULLY_SUPERVISED, PARTIALLY_SUPERVISED, SEMIFL)
 
 DATASET_NAMES = {"cifar10": "CIFAR-10", "svhn": "SVHN", "cifar100": "CIFAR-100",
                  "fashionmnist": "Fashion-MNIST", "mnist": "MNIST", "synthetic": "synthetic"}
@@ -34,7 +34,8 @@ def _row(text: str) -> list[str]:
 # Fully Supervised and HeteroFL have one number per dataset (they do not depend on N_S).
 TABLE1_BASELINE = {
     FULLY_SUPERVISED: dict(zip(["cifar10", "svhn", "cifar100"], _row("95.3(0.1) 97.3(0.0) 79.3(0.1)"))),
-    PARTIALLY_SUPERVISED: dict(zip(TABLE1_COLUMNS, _row("42.4(1.8) 76.9(0.2) 77.1(2.9) 90.4(0.5) 27.2(0.7) 59.3(0.1)"))),
+    PARTIALLY_SUPERVISED: dict(zip(TABLE1_COLUMNS,
+                                   _row("42.4(1.8) 76.9(0.2) 77.1(2.9) 90.4(0.5) 27.2(0.7) 59.3(0.1)"))),
 }
 TABLE1_SSL = {  # centralized SSL methods (the paper's reference rows; not federated)
     "Pi-Model": "45.7(4.0) 86.0(0.4) 81.0(1.9) 92.5(0.4) 42.8(0.5) 62.1(0.1)",

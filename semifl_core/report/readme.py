@@ -8,6 +8,7 @@ README answers: its exploration at seeds 0-2, its confirmation on fresh seeds wh
 from __future__ import annotations
 
 import sys
+from collections import Counter
 
 from . import confirmation as K
 from .runs import REPO
@@ -52,15 +53,13 @@ def headline(results_dir=None) -> str:
              "difference [interval], n | final word |", "| --- | ---: | ---: | --- | --- | --- |"]
     lines += [f"| {r['setting']} | {r['a']} | {r['b']} | {r['explored']} | {r['fresh']} | **{r['verdict']}** |"
               for r in rs]
-    counts = {}
-    for r in rs:
-        counts[r["verdict"]] = counts.get(r["verdict"], 0) + 1
-    said = "; ".join(f"{k}: {v}" for k, v in counts.items())
+    said = "; ".join(f"{k}: {v}" for k, v in Counter(r["verdict"] for r in rs).items())
     return "\n".join(lines + ["", f"Final words: {said}. The rival is Partially Supervised (the same 100 labels, no "
                                   "clients) unless the setting names SemiFL's fixed rule. Final-round test accuracy "
                                   "(%), Fashion-MNIST, mean (std) over seeds 0-2; differences are on the claim's side "
-                                  "(positive: as claimed); each row as its notebook decided it (results/claims/). How each is judged and why seeds added after 0-2 are no "
-                                  "confirmation: [docs/verdicts.md](docs/verdicts.md#the-confirmation)."])
+                                  "(positive: as claimed); each row as its notebook decided it (results/claims/). "
+                                  "How each is judged and why seeds added after 0-2 are no confirmation: "
+                                  "[docs/verdicts.md](docs/verdicts.md#the-confirmation)."])
 
 
 def splice(text: str, markers: tuple[str, str], body: str) -> str:

@@ -37,8 +37,7 @@ def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_d
     return seed_list, pairs
 
 
-# JupyterLab wraps a printed line that is wider than its output area (about 113 characters at 1400 px: 890 px of
-# 13 px monospace) wherever the edge falls, mid-word; say() prints text wrapped at spaces below that
+# below JupyterLab's output area (about 113 characters at 1400 px), which wraps a wider line mid-word
 PRINT_WIDTH = 100
 
 
@@ -233,7 +232,6 @@ def grid(profile_name: str, dataset=None) -> list[tuple[str, int]]:
 
 
 def make(profile_name: str, dataset: str, num_supervised: int, rounds=None, **overrides) -> Config:
-    """profile(profile_name, dataset, num_supervised=..., [rounds=...], **overrides)."""
     if rounds is not None:
         overrides["rounds"] = int(rounds)
     return profile(profile_name, dataset, num_supervised=num_supervised, **overrides)
@@ -329,15 +327,12 @@ def stored_runs(configs: dict, seeds, results_dir=None) -> pd.DataFrame:
 def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=None, workers=None, backend=None,
             address=None, gpus_per_run=None, runs_per_gpu=None) -> pd.DataFrame:
     """Run every {label: Config} for every seed with one progress bar: complete runs are reused, the rest train in
-    `workers` processes (default: workers_for(device)), each resuming from its checkpoint. runs_per_gpu (K): default
-    $SEMIFL_RUNS_PER_GPU, else workers.RUNS_PER_GPU; refused above 1 on a CPU or where K runs would not fit in the GPU
-    (workers.runs_per_gpu); it never changes a run's key or results. backend="ray" hands the runs to Ray
-    (semifl_core.sweep: a local instance, or the cluster at `address` or RAY_ADDRESS; `gpus_per_run` GPUs a run,
-    default 1/K where the cluster has GPUs); the default is $SEMIFL_BACKEND (so papermill can send a notebook's grids
+    `workers` processes (default: workers.pool_size), each resuming from its checkpoint; `runs_per_gpu` (K):
+    workers.runs_per_gpu, which never changes a run's key or results. backend="ray" hands the runs to semifl_core.sweep
+    (`address`; `gpus_per_run`: its num_gpus); the default is $SEMIFL_BACKEND (so papermill can send a notebook's grids
     to Ray), else "processes". Returns one row per (label, seed): the config's main fields and the run summary. With
     SEMIFL_NO_TRAIN (no_train()), runs not in the store are left out, named in one line. Ctrl-C or SIGTERM stops the
-    workers as it stops one run (each finishes its round and checkpoints; none starts another), then raises
-    KeyboardInterrupt with one line saying what is left; the workers die with this process."""
+    runs as workers.train_all does, then raises KeyboardInterrupt with one line saying what is left."""
     backend = backend or os.environ.get("SEMIFL_BACKEND") or "processes"
     if backend not in BACKENDS:
         raise ConfigError(f"backend={backend!r}: allowed are {', '.join(BACKENDS)}")
@@ -374,7 +369,6 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
                     runs_per_gpu=runs_per_gpu)
         done.update(zip(todo, out.check().summaries))
         todo = []
-    # K runs a GPU (one line if it is refused), spread over the GPUs torch sees
     n, gpus = pool_size(device, [jobs[i][1] for i in todo], workers, runs_per_gpu) if todo else (1, None)
 
     def finished(k, summary):
@@ -388,7 +382,6 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
 
 
 def runs_summary(df: pd.DataFrame) -> str:
-    """'N runs: k new, m reused'."""
     return f"{len(df)} runs: {int((~df.reused).sum())} new, {int(df.reused.sum())} reused from the results store"
 
 
