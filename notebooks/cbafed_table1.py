@@ -413,7 +413,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# Each claim is judged by the package's rule ([docs/verdicts.md](../docs/verdicts.md#the-rule)), at the final round: the difference A - B with a 95 % interval, paired by seed where the two arms share each seed's labeled set (Welch's interval where they do not), Holm-corrected over a table's family; *held* when the interval lies above zero, *not held* below, *within noise* when it holds zero; fewer than three seeds give no verdict, and a claim whose runs are not in `results/` is *not run*. The claims rest on the seeds this notebook trains (0-2 by default); a claim given more seeds later is decided by its confirmation on fresh seeds, which this notebook shows where it has one.
+# Each claim is judged at the final round by [the package's rule](../docs/verdicts.md#the-rule), on the seeds this notebook trains (0-2 by default): *held* when the 95 % interval of A - B (paired by seed where the arms share each seed's labels, Holm-corrected over this table) lies above zero, *not held* below, *within noise* when it holds zero; *not run* while its runs are missing.
 
 # %% tags=["nbval-check-output"]
 claims
