@@ -8,7 +8,7 @@
 # - **global pseudo-labels only**: the clients train on the global model's pseudo-labels, and the server trains beside them instead of fine-tuning (weight 1/2 in the average);
 # - **both off**: FedAvg + FixMatch (parallel averaging, per-batch pseudo-labels, no mix loss), as in the paper. The paper's FedAvg + FixMatch is far below its Partially Supervised too (41 against 77 on CIFAR-10, the paper's numbers).
 #
-# **Fixed before the runs**: the `small` profile (N_S=100, the 16-32-64 CNN, 100 clients, 10 active, client and server E=5, 30 rounds), seeds 0-2, and the rule of Table 1's study: A above B is *held* when A's mean exceeds B's by more than the two seed spreads (population std) together, *not held* when B's exceeds A's by that much, *within noise* otherwise. The claims below judge by the interval rule that replaced it (docs/verdicts.md).
+# **Fixed before the runs**: the `small` profile (N_S=100, the 16-32-64 CNN, 100 clients, 10 active, client and server E=5, 30 rounds), seeds 0-2, and the rule of Table 1's study, the separation of the two means by the two seed spreads together ([docs/verdicts.md](../docs/verdicts.md#what-changed)); the claims below judge by the interval rule that replaced it.
 #
 # **How its tables read** (the paper's numbers, the two baselines, mean (std) n, the verdicts): [README](../README.md#the-notebooks).
 
