@@ -158,7 +158,8 @@ def bench(cfg, rounds: int = 2, device="auto", data_root=None, synthetic_shape: 
     peak, peak_note = peak_flops(device)
     print(f"engines: {cfg.model} on {source}; device {device}; torch {torch.__version__}; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} threads")
-    print(f"config: N_S={cfg.num_supervised}, {cfg.num_clients} clients, {cfg.num_active} active, E={cfg.local_epochs}, "
+    print(f"config: N_S={cfg.num_supervised}, {cfg.num_clients} clients, {cfg.num_active} active, "
+          f"E={cfg.local_epochs}, "
           f"client batch {cfg.client_batch}, server batch {cfg.server_batch}, T={cfg.rounds}; "
           f"model {flops / 3 / 1e6:.1f} MFLOP forward per image; {warmup} untimed warm-up rounds")
     warm = Experiment(cfg.replace(engine="vectorized"), data, device)
@@ -544,8 +545,9 @@ def grid_throughput(specs: dict, ks=(1, 2, 4, 8), device="auto", deadline: float
                        "speed": f"K={k}" + (f" ({spec['speed_name']})" if spec.get("speed_name") else ""), "K": k,
                        "profile_rounds": cfg.rounds, "about": f"{cfg.model} on {cfg.dataset}"
                        f"{' (random images)' if spec.get('synthetic') else ''}, threshold {cfg.threshold:g}, "
-                       f"{cfg.local_epochs:g} client epochs" + (f", projected x{spec['scale']:g}" if spec.get("scale", 1)
-                                                                 != 1 else "") + f", {spec['rounds']} rounds a run"}
+                       f"{cfg.local_epochs:g} client epochs" + (f", projected x{spec['scale']:g}"
+                                                                 if spec.get("scale", 1) != 1 else "")
+                       + f", {spec['rounds']} rounds a run"}
                 if deadline is not None and time.monotonic() + 2 * last > deadline:
                     rows.append({**row, "note": "skipped: not enough time left before the deadline"})
                     continue

@@ -175,7 +175,8 @@ def main(argv=None) -> int:
     torch.backends.cudnn.benchmark = True
     b, r, rows = 10, 4, []
     head = ["| mode | clients | vmap step, ms | per-client graphs on streams, ms | ratio | client phase of a round, s "
-            "(own step counts) | vmap, padded to the longest client, s |", "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+            "(own step counts) | vmap, padded to the longest client, s |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
 
     def cell(v, fmt):
         return "not run" if v is None else format(v, fmt)

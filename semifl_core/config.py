@@ -259,7 +259,8 @@ class Config:
         lkind, lvalue = self.labeled_partition_kind
         if lkind == "dir" and not lvalue > 0:
             bad("labeled_partition", "Dirichlet alpha must be > 0")
-        if not isinstance(self.split_seed, int) or isinstance(self.split_seed, bool) or not -1 <= self.split_seed < 2 ** 32:
+        if not isinstance(self.split_seed, int) or isinstance(self.split_seed, bool) \
+                or not -1 <= self.split_seed < 2 ** 32:
             bad("split_seed", "must be an integer from 0 to 2**32 - 1, or -1 for the run's seed")
         kind, value = self.partition_kind
         n_train = TRAIN_SIZE[self.dataset]
@@ -384,7 +385,8 @@ class Config:
                     raise ConfigError(f"{name}={extra[name]!r}: a field of {', '.join(owners)}; {algorithm} declares "
                                       + (f"{', '.join(sorted(declared))}" if declared else "no fields of its own"))
                 close = difflib.get_close_matches(name, [*CORE_FIELDS, *declared], n=1)
-                raise ConfigError(f"unknown config field {name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+                raise ConfigError(f"unknown config field {name!r}"
+                                  + (f" (did you mean {close[0]!r}?)" if close else ""))
         options = {name: f.default for name, f in declared.items()}
         options.update(extra)
         return cls(**core, method_fields=tuple(sorted(options.items())))

@@ -201,7 +201,8 @@ CASES = [
      write("checkpoint.pt", os.urandom(4096))),
     ("checkpoint one byte flipped", ["run", *SMOKE, *R3], ["checkpoint.pt", "CRC"], 2, "incomplete",
      flip_byte("checkpoint.pt")),
-    ("checkpoint of something else", ["run", *SMOKE, *R3], ["corrupt checkpoint", "not a checkpoint of this package", "start that run over"],
+    ("checkpoint of something else", ["run", *SMOKE, *R3],
+     ["corrupt checkpoint", "not a checkpoint of this package", "start that run over"],
      2, "incomplete", wrong_checkpoint),
     # ---- training that fails (item 6): the message says what is on disk
     ("non-finite loss, no checkpoint yet (item 6)", ["run", *SMOKE, *R2], ["loss is nan",
@@ -388,8 +389,8 @@ def test_papermill_parameters_the_notebook_does_not_declare_are_refused(history,
     (dict(profile_name="smoke"), ["unknown notebook parameter 'profile_name'", "did you mean 'profile'"], True),
 ])
 def test_a_bad_or_unknown_notebook_parameter_fails_papermill_in_one_line(params, words, cli, tmp_path):
-    """Papermill parameters: the setup cell's error output is the one line (not IPython's traceback), and papermill still
-    fails (the command exits non-zero). table4 trains nothing."""
+    """Papermill parameters: the setup cell's error output is the one line (not IPython's traceback), and papermill
+    still fails (the command exits non-zero). table4 trains nothing."""
     papermill = pytest.importorskip("papermill")
     import nbformat
     out = tmp_path / "out.ipynb"

@@ -132,8 +132,8 @@ def test_the_per_client_graphs_probe_steps_each_client_as_the_vmap_step_does(tmp
 
 
 def test_the_switch_rule_turns_compile_on_only_under_its_share_with_its_tests_passing():
-    """scripts/gpu_step_probe.py --choose, the rule that makes compile a default: median round <= 0.90 of the default's, and
-    its CUDA tests finished without a failure; otherwise the default stays."""
+    """scripts/gpu_step_probe.py --choose, the rule that makes compile a default: median round <= 0.90 of the default's,
+    and its CUDA tests finished without a failure; otherwise the default stays."""
     mod = _script("gpu_step_probe")
     rows = [{"variant": "default", "round_s": s} for s in (8.0, 8.2)]
     passed = {"compile": "2 passed in 40.0s"}

@@ -90,7 +90,8 @@ def test_global_residual_every_5_rounds(monkeypatch, variant, want):
     monkeypatch.setattr(CB, "labeled_epochs", fake_epochs)
     cfg = SimpleNamespace(lr=0.03, cbafed_warmup=0, num_classes=2, threshold=0.95, cbafed_variant=variant,
                           num_clients=3)
-    exp = SimpleNamespace(cfg=cfg, labeled_idx=[torch.arange(4)], data=SimpleNamespace(y_train=torch.tensor([0, 1, 0, 1])))
+    exp = SimpleNamespace(cfg=cfg, labeled_idx=[torch.arange(4)],
+                          data=SimpleNamespace(y_train=torch.tensor([0, 1, 0, 1])))
     st = SimpleNamespace(model=_toy_state(), labeling={}, server_state=None, client_states={})
     seen = []
     for r in range(11):

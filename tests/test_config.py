@@ -1,4 +1,5 @@
-"""Config validation (one-line ConfigErrors naming field, value and what is allowed), the paper's values, the run key."""
+"""Config validation (one-line ConfigErrors naming field, value and what is allowed), the paper's values,
+the run key."""
 import math
 import re
 

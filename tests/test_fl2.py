@@ -96,6 +96,7 @@ def test_both_engines_train_a_round_of_fl2_alike(tmp_path):
     from semifl_core.data import synthetic
     from semifl_core.run import run
     cfg = profile("smoke", algorithm="fl2", rounds=1)
-    loss = {e: pd.read_csv(f"{run(cfg.replace(engine=e), tmp_path / e, device='cpu', progress=False, data=synthetic())['path']}"
-                           "/metrics.csv").client_loss[0] for e in ("sequential", "vectorized")}
+    loss = {e: pd.read_csv(
+        f"{run(cfg.replace(engine=e), tmp_path / e, device='cpu', progress=False, data=synthetic())['path']}"
+        "/metrics.csv").client_loss[0] for e in ("sequential", "vectorized")}
     assert_near(loss["vectorized"], loss["sequential"], rtol(2 * 19, longest_sum(32, (3, 16, 16))), "fl2 round 0 loss")

@@ -53,8 +53,10 @@ def _mech(tmp_path):
     rows = {}
     for label, tau_un, pass_un, dacc_un in ((CA, 0.1, 0.97, -30.0), (FX, 0.95, 0.2, -20.0)):
         for s in (0, 1, 2):
-            rows[(label, s)] = {"skew_tau_held": 0.6 + 0.01 * rng.random(4), "skew_tau_unheld": tau_un + 0.01 * rng.random(4),
-                                "skew_pass_held": 0.75 + 0.01 * rng.random(4), "skew_pass_unheld": pass_un + 0.01 * rng.random(4),
+            rows[(label, s)] = {"skew_tau_held": 0.6 + 0.01 * rng.random(4),
+                                "skew_tau_unheld": tau_un + 0.01 * rng.random(4),
+                                "skew_pass_held": 0.75 + 0.01 * rng.random(4),
+                                "skew_pass_unheld": pass_un + 0.01 * rng.random(4),
                                 "skew_dacc_held": 8 + rng.random(4), "skew_dacc_unheld": dacc_un + rng.random(4)}
     return _runs(tmp_path, rows), rows
 
@@ -83,7 +85,8 @@ def test_claims_follow_the_rule_and_the_takeaway_states_exactly_the_held_ones(tm
     assert table.loc["IID", "fix vs Partially Supervised"] == above([72.0, 72.1, 72.2], [70.0, 70.1, 70.2])
     claims = skew.study_claims(mech, table)
     verdicts = dict(zip(claims.claim, claims.verdict))
-    assert verdicts["SemiFL, client-adaptive passes more of those wrong labels than the fixed rule (tau 0.95)"] == "held"
+    assert verdicts["SemiFL, client-adaptive passes more of those wrong labels than the fixed rule (tau 0.95)"] \
+        == "held"
     assert verdicts["(FL)²: a client's threshold is lower for the other classes than for its classes"] \
         == "not run"
     text = str(report.takeaway(claims))

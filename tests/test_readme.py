@@ -161,4 +161,5 @@ def test_every_readme_final_word_is_the_one_its_notebook_shows():
     rows = readme.rows()
     assert rows and all(r["claim"] in shown for r in rows), "a claim of the README no notebook shows"
     for r in rows:
-        assert shown[r["claim"]] == {r["verdict"]}, f"{r['claim']}: README {r['verdict']}, notebooks {shown[r['claim']]}"
+        assert shown[r["claim"]] == {r["verdict"]}, (f"{r['claim']}: README {r['verdict']}, "
+                                                     f"notebooks {shown[r['claim']]}")

@@ -17,9 +17,9 @@ What "equal" means, column by column (`compare`), so that the oracle does not de
   argmax decisions on the 500 synthetic test images (50 a class): 0.2 points overall, 2 points in a class.
 - to float32 rounding, carried on by training: the losses (client_loss, server_loss, server_loss_first/last),
   |got - want| <= LOSS_ATOL + LOSS_RTOL * |want|.
-- the label-skew diagnostics (skew_*, added with the label-skew study to the diagnostics case; its other columns are 2a72dec's):
-  the pseudo-label decisions exactly, the thresholds (skew_tau_*) as the losses, the per-class accuracy shifts
-  (skew_dacc_*) to one class image on each side.
+- the label-skew diagnostics (skew_*, added with the label-skew study to the diagnostics case; its other columns are
+  2a72dec's): the pseudo-label decisions exactly, the thresholds (skew_tau_*) as the losses, the per-class accuracy
+  shifts (skew_dacc_*) to one class image on each side.
 - not compared: the wall times (time_*).
 Why, measured (all 11 cases trained under `ATEN_CPU_CAPABILITY=avx512 | avx2 | default`, torch 2.14.1, 2 threads,
 on a 2-core AMD EPYC with AVX-512; the references came from another CPU's AVX2 kernels, except

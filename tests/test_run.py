@@ -165,7 +165,8 @@ def test_client_momentum_keep_and_reset(monkeypatch):
         exp.round(st, 0)
         seen = []
         real = exp.engine.train
-        monkeypatch.setattr(exp.engine, "train", lambda m, t, f, lr, states, **kw: seen.append(states) or real(m, t, f, lr, states, **kw))
+        monkeypatch.setattr(exp.engine, "train",
+                            lambda m, t, f, lr, states, **kw: seen.append(states) or real(m, t, f, lr, states, **kw))
         exp.round(st, 1)
         assert all((s is not None) == expect_kept for s in seen[0])
 

@@ -19,7 +19,8 @@ PARTITIONS = ("iid", "non-iid-l-2", "dir-0.1")
 
 
 def fashion_sized_labels():
-    """60,000 labels, 6,000 a class, shuffled: the shape of Fashion-MNIST's training set (the split reads only these)."""
+    """60,000 labels, 6,000 a class, shuffled: the shape of Fashion-MNIST's training set
+    (the split reads only these)."""
     return np.random.default_rng(11).permutation(np.repeat(np.arange(10), 6000))
 
 
@@ -67,5 +68,6 @@ def test_arms_of_one_architecture_start_from_the_same_weights():
 def test_arms_with_different_labeled_sets_have_different_draws_so_they_are_not_paired():
     """The rule pairs a claim's arms by seed only where their runs share partition.labeled_draw (else Welch)."""
     semifl = profile("small", algorithm=SEMIFL)
-    for other in (semifl.replace(num_supervised=40), semifl.replace(split_seed=3), profile("small", algorithm="cbafed")):
+    for other in (semifl.replace(num_supervised=40), semifl.replace(split_seed=3),
+                  profile("small", algorithm="cbafed")):
         assert P.labeled_draw(other) != P.labeled_draw(semifl)

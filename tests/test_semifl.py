@@ -146,7 +146,8 @@ def test_restricted_softmax_scales_the_missing_classes_gradient_by_alpha():
     assert plain[2].abs().sum() > 0
     torch.manual_seed(1)
     f = torch.nn.Linear(4, 3)
-    torch.testing.assert_close(semifl.client_loss(module_net(f), {**b, "rs": torch.ones(6, 3)}, skew_losses.FedRS(1.0))[0],
+    torch.testing.assert_close(semifl.client_loss(module_net(f), {**b, "rs": torch.ones(6, 3)},
+                                                  skew_losses.FedRS(1.0))[0],
                                semifl.client_loss(module_net(f), b)[0])
 
 
@@ -196,7 +197,7 @@ def test_the_smoke_profile_trains_the_clients_in_every_round(engine, tmp_path, m
         assert (m.client_samples > 0).all() and (m.label_ratio < 1).any() and calls, seed
 
 
-# ---------------------------------------------------------------------- a variant's parts of the loss (semifl_loss.Parts)
+# ------------------------------------------------------------------ a variant's parts of the loss (semifl_loss.Parts)
 def _batch(seed=0):
     torch.manual_seed(seed)
     return {"x": torch.randn(6, 4), "y": torch.tensor([0, 1, 0, 1, 0, 2]), "x_weak": torch.randn(6, 4),

@@ -206,7 +206,8 @@ def test_a_part3_run_trains_otherwise_both_engines_agree_and_off_keeps_the_run_k
 
 @pytest.mark.parametrize("changes, field", [
     (dict(vls_variant="released"), "vls_variant="), (dict(vls_variant="paper", vls_lambda=0.1), "vls_variant="),
-    (dict(frozen_head=True, fedrs_alpha=0.5), "frozen_head="), (dict(frozen_head=True, algorithm="fl2"), "frozen_head="),
+    (dict(frozen_head=True, fedrs_alpha=0.5), "frozen_head="),
+    (dict(frozen_head=True, algorithm="fl2"), "frozen_head="),
     (dict(frozen_head=True, vls_lambda=0.1, vls_variant="released"), "frozen_head="),
     (dict(local_epochs=0.0), "local_epochs="), (dict(local_epochs=-1.0), "local_epochs=")])
 def test_bad_part3_input_is_one_line(changes, field):

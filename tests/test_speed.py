@@ -118,7 +118,7 @@ def test_precision_is_a_run_option_in_the_run_key_and_reaches_the_engines(tmp_pa
     rows = [pd.read_csv(f"{run_mod.run(c, tmp_path / c.precision, device='cpu', progress=False, data=DATA)['path']}"
                         "/metrics.csv") for c in (cfg, cfg.replace(precision="bf16"))]
     assert seen == [False, True] and rows[0].client_loss[0] != rows[1].client_loss[0]
-    assert abs(rows[1].client_loss[0] / rows[0].client_loss[0] - 1) < 0.05   # bfloat16's 8-bit mantissa, not another run
+    assert abs(rows[1].client_loss[0] / rows[0].client_loss[0] - 1) < 0.05  # bfloat16's 8-bit mantissa, not another run
 
 
 def test_bad_precision_is_one_line():
@@ -319,7 +319,8 @@ def test_sbn_statistics_in_one_pass_keep_the_unbiased_variance_of_small_groups(m
     sbn.compute_statistics(one, images, DATA.mean, DATA.std, batch_size=2, one_pass=True)
     layers = [k for k in loop.state_dict() if k.endswith((".mean", ".var"))]
     stats = lambda m: {k: m.state_dict()[k] for k in layers}  # noqa: E731
-    assert_near(stats(one), stats(loop), rtol(len(layers) // 2, longest_sum(2, (3, 4, 4))), "sBN statistics, groups of 2")
+    assert_near(stats(one), stats(loop), rtol(len(layers) // 2, longest_sum(2, (3, 4, 4))),
+                "sBN statistics, groups of 2")
 
 
 @pytest.mark.parametrize("make", [lambda: SmallCNN(3, 10, widths=(8, 16, 32)),

@@ -358,8 +358,8 @@ class TestOnRay:
         assert results.inspect(results.run_dir(tmp_path, diverges)).state != "complete"
         err = capsys.readouterr().err
         assert "done=1" in err and "failed=1" in err and "done=2" not in err   # the bar: the failure is not done
-        assert re.search(r"semifl: sweep: 1 of 2 runs failed:\n  diverges: TrainingError: round 1: (client|server) loss "
-                         "is nan", err), err
+        assert re.search(r"semifl: sweep: 1 of 2 runs failed:\n  diverges: TrainingError: round 1: (client|server) "
+                         "loss is nan", err), err
         with pytest.raises(SweepError, match=r"1 of 2 runs failed: diverges: TrainingError: round 1"):
             out.check()
 

@@ -90,15 +90,16 @@ def test_cbafed_probe_table_averages_the_right_models_over_seeds(tmp_path):
 
 
 def test_long_winners_table_compares_each_winner_with_its_own_partition():
-    """The label-skew study's rows of Table 1 at `long`: every configured winner is a row (not run where no run is in), judged
-    against Partially Supervised and against SemiFL at its own partition."""
+    """The label-skew study's rows of Table 1 at `long`: every configured winner is a row (not run where no run is in),
+    judged against Partially Supervised and against SemiFL at its own partition."""
     from semifl_core.report import configs as C
     nb = load("horizon")
     cfgs = C.long_winner_configs("long", "fashionmnist", 100)
     runs = lambda label, accs: [dict(label=label, seed=s, final_acc=a) for s, a in enumerate(accs)]  # noqa: E731
     winners = pd.DataFrame(runs("SemiFL, client-adaptive | iid", [80.0, 81.0, 80.5]))
     long_df = pd.DataFrame(runs(label_of(PARTIALLY_SUPERVISED), [70.0, 71.0, 70.5])
-                           + runs("SemiFL | iid", [80.0, 81.0, 80.0]) + runs("SemiFL | non-iid-l-2", [60.0, 61.0, 60.0]))
+                           + runs("SemiFL | iid", [80.0, 81.0, 80.0])
+                           + runs("SemiFL | non-iid-l-2", [60.0, 61.0, 60.0]))
     t = nb["long_winners_table"](winners, cfgs, long_df).set_index(["row", "partition"])
     assert len(t) == len(cfgs)
     ca = t.loc[("SemiFL, client-adaptive", "IID")]

@@ -88,7 +88,8 @@ class Field:
             isinstance(value, (int, float)) and not isinstance(value, bool) if kind is float else
             isinstance(value, kind) and not isinstance(value, bool))
         if not ok:
-            return f"must be {'a number' if kind is float else 'true or false' if kind is bool else 'an ' + kind.__name__}"
+            return ("must be "
+                    f"{'a number' if kind is float else 'true or false' if kind is bool else 'an ' + kind.__name__}")
         return self.check(value) if self.check else ""
 
 
