@@ -136,6 +136,23 @@ def test_no_import_cycles():
     assert cycles == []
 
 
+
+def test_code_lines_fit_the_line_width():
+    """Every line of the package's, the scripts' and the tests' Python, and of the notebooks' code cells, is at most
+    120 characters (the notebooks' markdown lines are paragraphs: jupytext keeps each on one line)."""
+    root = Path(__file__).resolve().parents[1]
+    long = []
+    for path in sorted([*root.glob("semifl_core/**/*.py"), *root.glob("scripts/*.py"), *root.glob("tests/*.py"),
+                        *root.glob("notebooks/*.py")]):
+        markdown = False
+        for i, line in enumerate(path.read_text().splitlines(), 1):
+            if line.startswith("# %%"):
+                markdown = "[markdown]" in line
+            elif not markdown and len(line) > 120:
+                long.append(f"{path.relative_to(root)}:{i} ({len(line)} characters)")
+    assert long == []
+
+
 # ---------------------------------------------------------------------- a method's own fields, and bad input about them
 def test_declaring_a_field_changes_no_committed_runs_key(monkeypatch):
     """Every committed run's key, recomputed with a new field declared by SemiFL and by Partially Supervised, is the
