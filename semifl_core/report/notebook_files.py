@@ -2,7 +2,8 @@
 nothing in git: the .ipynb as nbformat.write writes it (one-space indent, sorted keys, a final newline) with the
 installed python3 kernel's display name ("Python 3 (ipykernel)") and no Python version; its percent-script pair
 (notebooks/X.py) as jupytext writes it with notebooks/jupytext.toml. papermill writes a notebook without the final
-newline and with its kernel's Python version: after a render,
+newline, with its kernel's Python version and with every cell's timings (dropped: a render changes a notebook's
+file only where its outputs change): after a render,
 
     python -m semifl_core.report.notebook_files notebooks/*.ipynb     # rewrites each as JupyterLab would save it
 
@@ -93,6 +94,10 @@ def as_jupyter(path) -> str:
     spec.update(display_name=kernel_display_name(spec.get("name", KERNEL)), language=spec.get("language", "python"),
                 name=spec.get("name", KERNEL))
     nb.metadata.get("language_info", {}).pop("version", None)   # the kernel's Python: see clean
+    nb.metadata.pop("papermill", None)   # papermill's and nbclient's timings: they change at every render
+    for cell in nb.cells:
+        for key in ("papermill", "execution"):
+            cell.metadata.pop(key, None)
     text = nbformat.writes(nb, version=nbformat.NO_CONVERT)
     return text if text.endswith("\n") else text + "\n"   # nbformat.write ends the file with a newline
 
