@@ -159,8 +159,7 @@ def bench(cfg, rounds: int = 2, device="auto", data_root=None, synthetic_shape: 
     print(f"engines: {cfg.model} on {source}; device {device}; torch {torch.__version__}; "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, {torch.get_num_threads()} threads")
     print(f"config: N_S={cfg.num_supervised}, {cfg.num_clients} clients, {cfg.num_active} active, "
-          f"E={cfg.local_epochs}, "
-          f"client batch {cfg.client_batch}, server batch {cfg.server_batch}, T={cfg.rounds}; "
+          f"E={cfg.local_epochs}, client batch {cfg.client_batch}, server batch {cfg.server_batch}, T={cfg.rounds}; "
           f"model {flops / 3 / 1e6:.1f} MFLOP forward per image; {warmup} untimed warm-up rounds")
     warm = Experiment(cfg.replace(engine="vectorized"), data, device)
     start = warm.new_state()

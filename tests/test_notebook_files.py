@@ -84,11 +84,16 @@ def _with_version(text: str, version: str) -> str:
     return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False, separators=(",", ": ")) + "\n"
 
 
-def test_clean_drops_only_the_python_version():
+def test_clean_drops_the_python_version_and_a_renders_timings():
     text = (NB_DIR / "table4.ipynb").read_text(encoding="utf-8")
     assert notebook_files.clean(text) == text                       # a committed notebook is its own clean text
     assert notebook_files.clean(_with_version(text, "3.12.1")) == text
     assert notebook_files.clean("not a notebook {") == "not a notebook {"
+    nb = json.loads(text)   # as papermill writes it: timings on the notebook and on every cell
+    nb["metadata"]["papermill"] = {"duration": 1.5}
+    for cell in nb["cells"]:
+        cell["metadata"].update(papermill={"duration": 0.1}, execution={"iopub.status.idle": "2026-12-07T01:00:00Z"})
+    assert notebook_files.clean(json.dumps(nb)) == text
 
 
 @pytest.mark.skipif(shutil.which("git") is None or _git("rev-parse", check=False).returncode != 0,

@@ -11,7 +11,8 @@ file only where its outputs change): after a render,
 
 JupyterLab saves the running kernel's Python version in metadata.language_info.version, the one thing that differs
 between readers' saves of an unchanged notebook (docs/usage.md, "Saving a notebook"). The committed notebooks carry
-none, and `make install` (`--install`) sets up two guards dropping it from the notebooks .gitattributes filters:
+neither it nor a render's timings (`drop_volatile`), and `make install` (`--install`) sets up two guards dropping them
+from the notebooks .gitattributes filters:
 pre_save_hook in the venv's JupyterLab (etc/jupyter/jupyter_server_config.json), so that the saved file is the
 committed one byte for byte and `git status` stays clean; and git's clean filter FILTER (CLEAN: this file as a script,
 standard library only, so any python3 runs it), so that for other editors `git diff` and a commit see no change
@@ -28,17 +29,31 @@ FILTER = "notebook-metadata"   # the git filter .gitattributes names for noteboo
 CLEAN = "python3 semifl_core/report/notebook_files.py --clean"   # its clean command (git runs it at the top level)
 
 
+def drop_volatile(nb) -> bool:
+    """Drop, in place, what differs between two saves or renders of an unchanged notebook (a dict): the kernel's
+    Python version (metadata.language_info.version) and papermill's and nbclient's timings (metadata.papermill, and
+    each cell's papermill and execution metadata). True if there was any."""
+    if not isinstance(nb, dict):
+        return False
+    meta = nb.get("metadata", {})
+    places = [(meta.get("language_info"), "version"), (meta, "papermill")]
+    places += [(cell.get("metadata"), key) for cell in nb.get("cells", []) if isinstance(cell, dict)
+               for key in ("papermill", "execution")]
+    found = [(d, key) for d, key in places if isinstance(d, dict) and key in d]
+    for d, key in found:
+        del d[key]
+    return bool(found)
+
+
 def clean(text: str) -> str:
-    """The notebook text without metadata.language_info.version (FILTER's clean side: what git stores), as nbformat
-    writes it, so that a committed notebook is its own clean text; other text as it is."""
+    """The notebook text without drop_volatile's metadata (FILTER's clean side: what git stores), as nbformat writes
+    it, so that a committed notebook is its own clean text; other text as it is."""
     try:
         nb = json.loads(text)
     except ValueError:
         return text
-    info = nb.get("metadata", {}).get("language_info") if isinstance(nb, dict) else None
-    if not isinstance(info, dict) or "version" not in info:
+    if not drop_volatile(nb):
         return text
-    del info["version"]
     return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False, separators=(",", ": ")) + "\n"
 
 
@@ -54,9 +69,10 @@ def filtered(path) -> bool:
 
 
 def pre_save_hook(model, path, contents_manager, **kwargs):
-    """Jupyter's pre-save hook (SERVER_CONFIG): saves a notebook git filters with FILTER without the Python version."""
+    """Jupyter's pre-save hook (SERVER_CONFIG): saves a notebook git filters with FILTER without drop_volatile's
+    metadata."""
     if model.get("type") == "notebook" and filtered(Path(contents_manager.root_dir, path.strip("/"))):
-        model["content"].get("metadata", {}).get("language_info", {}).pop("version", None)
+        drop_volatile(model["content"])
 
 
 # `--install` sets this in the venv's etc/jupyter/jupyter_server_config.json (the .d folder only enables extensions)
@@ -93,11 +109,7 @@ def as_jupyter(path) -> str:
     spec = nb.metadata.setdefault("kernelspec", {})
     spec.update(display_name=kernel_display_name(spec.get("name", KERNEL)), language=spec.get("language", "python"),
                 name=spec.get("name", KERNEL))
-    nb.metadata.get("language_info", {}).pop("version", None)   # the kernel's Python: see clean
-    nb.metadata.pop("papermill", None)   # papermill's and nbclient's timings: they change at every render
-    for cell in nb.cells:
-        for key in ("papermill", "execution"):
-            cell.metadata.pop(key, None)
+    drop_volatile(nb)
     text = nbformat.writes(nb, version=nbformat.NO_CONVERT)
     return text if text.endswith("\n") else text + "\n"   # nbformat.write ends the file with a newline
 
