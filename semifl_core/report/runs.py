@@ -37,7 +37,7 @@ def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_d
     return seed_list, pairs
 
 
-# below JupyterLab's output area (about 113 characters at 1400 px), which wraps a wider line mid-word
+# say()'s width: below JupyterLab's output area (about 113 characters at 1400 px), which breaks a wider line mid-word
 PRINT_WIDTH = 100
 
 
