@@ -1,8 +1,12 @@
 """SemiFL as a Flower app (semifl_core/flower) against the in-process harness, and the per-client random streams
 it rests on. The tests marked `distributed` need the [distributed] extra (`make test-distributed`); the others
 run in the default suite."""
+import os
+import signal
+import socket
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -113,15 +117,71 @@ def test_flower_simulation_equals_the_in_process_harness(tmp_path):
     assert simulate(cfg, tmp_path / "flower", progress=False)["reused"]
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listens(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _start(cmd, log: Path, env: dict) -> subprocess.Popen:
+    with log.open("w") as out:   # the child keeps its own copy of the descriptor
+        return subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+
+def _deploy(overrides: dict, supernodes: int, work: Path) -> None:
+    """The steps docs/gpu.md gives for a deployment: a SuperLink, one SuperNode per client, `flwr run` of the app;
+    the run lands in work/deployed."""
+    bin_dir = Path(sys.executable).parent
+    home, port = work / "flwr-home", _free_port()
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text(f'[superlink]\ndefault = "semifl-deploy"\n\n[superlink.semifl-deploy]\n'
+                                      f'address = "127.0.0.1:{port}"\ninsecure = true\n')
+    env = {**os.environ, "FLWR_HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    procs = [_start([str(bin_dir / "flower-superlink"), "--insecure", "--port", str(port), "--database",
+                     str(work / "superlink.db")], work / "superlink.log", env)]
+    try:
+        deadline = time.monotonic() + 60
+        while not _listens(port):
+            assert procs[0].poll() is None and time.monotonic() < deadline, (work / "superlink.log").read_text()
+            time.sleep(0.3)
+        procs += [_start([str(bin_dir / "flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{port}",
+                          "--port", str(_free_port()), "--node-config", f"partition-id={i} num-partitions={supernodes}"],
+                         work / f"supernode-{i}.log", env) for i in range(supernodes)]
+        sets = " ".join(f"{k}={v}" for k, v in overrides.items())
+        done = subprocess.run([str(bin_dir / "flwr"), "run", str(ROOT / "semifl_core/flower/app"), "semifl-deploy",
+                               "--run-config", f"set={sets!r} results-dir={str(work / 'deployed')!r}", "--stream"],
+                              capture_output=True, text=True, env=env, timeout=600)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    finally:
+        for p in procs:
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+                p.wait(10)
+            except ProcessLookupError:
+                pass
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+
+
 @pytest.mark.distributed
 def test_a_three_supernode_deployment_equals_the_simulation(tmp_path):
-    """The deployment runtime (a SuperLink and 3 SuperNodes as separate processes, `flwr run`), from the repository's
-    script: the run completes and its metrics per round equal the simulation's (the script's exit status)."""
+    """The deployment runtime (a SuperLink and 3 SuperNodes as separate processes, `flwr run`): the run completes
+    and its metrics per round equal the simulation's of the same config."""
     pytest.importorskip("flwr")
-    out = subprocess.run([sys.executable, "-m", "semifl_core.flower.deploy", "--supernodes", "3", "--set",
-                          "rounds=2", "--work", str(tmp_path)], capture_output=True, text=True, cwd=ROOT,
-                         timeout=600)
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    assert "deployment (3 SuperNodes" in out.stdout and ": equal metrics per round" in out.stdout
-    deployed = next((tmp_path / "deployed").glob("semifl-*/summary.json"))
-    assert '"runtime": "flower"' in deployed.read_text() and '"supernodes": 3' in deployed.read_text()
+    from semifl_core.flower.simulation import simulate
+    from semifl_core.results import open_run
+    overrides = dict(rounds=2, threshold=0.2, num_clients=3, active_rate=0.8)   # 2 clients a round
+    cfg = flower_config(profile("smoke", **overrides))
+    _deploy(overrides, 3, tmp_path)
+    deployed = open_run(tmp_path / "deployed", cfg)
+    assert deployed.state == "complete"
+    assert deployed.summary["runtime"] == "flower" and deployed.summary["supernodes"] == 3
+    simulated = simulate(cfg, tmp_path / "simulated", progress=False)
+    m = _metrics(deployed.path)
+    assert m.clients_trained.iloc[1:].min() > 0   # the clients trained (the comparison is not vacuous)
+    pd.testing.assert_frame_equal(m, _metrics(simulated["path"]), rtol=1e-5, atol=1e-6)

@@ -1,8 +1,8 @@
 """SemiFL as a Flower app (the [distributed] extra): real server and client processes, in simulation or deployed.
 
 server_app.py and client_app.py run SemiFL's round with methods/semifl.py's functions, as the in-process harness does;
-simulation.py runs a Flower simulation from Python (one virtual SuperNode per client, on Ray); deploy.py checks a
-deployment (a SuperLink, N SuperNodes, `flwr run` of app/pyproject.toml) against the simulation.
+simulation.py runs a Flower simulation from Python (one virtual SuperNode per client, on Ray); tests/test_flower.py
+checks a deployment (a SuperLink, N SuperNodes, `flwr run` of app/pyproject.toml) against the simulation.
 
 S_t is drawn by the harness's seeded generator over partition ids 0..M-1 (Flower's own sampling is unseeded and over
 node ids). Every client draws from its own stream (rng_streams="client", set by `flower_config`), so a Flower run
