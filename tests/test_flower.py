@@ -149,8 +149,8 @@ def _deploy(overrides: dict, supernodes: int, work: Path) -> None:
         while not _listens(port):
             assert procs[0].poll() is None and time.monotonic() < deadline, (work / "superlink.log").read_text()
             time.sleep(0.3)
-        procs += [_start([str(bin_dir / "flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{port}",
-                          "--port", str(_free_port()), "--node-config", f"partition-id={i} num-partitions={supernodes}"],
+        node = [str(bin_dir / "flower-supernode"), "--insecure", "--superlink", f"127.0.0.1:{port}", "--node-config"]
+        procs += [_start([*node, f"partition-id={i} num-partitions={supernodes}", "--port", str(_free_port())],
                          work / f"supernode-{i}.log", env) for i in range(supernodes)]
         sets = " ".join(f"{k}={v}" for k, v in overrides.items())
         done = subprocess.run([str(bin_dir / "flwr"), "run", str(ROOT / "semifl_core/flower/app"), "semifl-deploy",
