@@ -57,11 +57,6 @@ def part_batch_norm(x, parts: int, valid, weight, bias, eps: float):
     return ((g - mean) * (torch.rsqrt(var + eps) * weight.view(-1, 1, 1)) + bias.view(-1, 1, 1)).flatten(0, 1)
 
 
-def masked_batch_norm(x, valid, weight, bias, eps: float):
-    """part_batch_norm with one block."""
-    return part_batch_norm(x, 1, valid, weight, bias, eps)
-
-
 class StaticBatchNorm2d(nn.Module):
     """Batch norm that never tracks running statistics: training mode uses the batch's (its real samples', inside
     valid_samples); eval mode the `mean`/`var` buffers that sbn.compute_statistics filled in."""

@@ -447,13 +447,13 @@ def test_captured_steps_are_kept_for_the_run_and_train_as_eager_rounds(engine, m
 
 # ---------------------------------------------------------------------- masked (padded) steps and compile
 def test_masked_batch_norm_is_batch_norm_over_the_real_samples_whatever_the_padding():
-    from semifl_core.models import masked_batch_norm
+    from semifl_core.models import part_batch_norm
     gen = torch.Generator().manual_seed(0)
     x = torch.randn(7, 5, 4, 4, generator=gen, requires_grad=True)
     w, b = torch.rand(5, generator=gen).requires_grad_(), torch.randn(5, generator=gen).requires_grad_()
     valid = torch.tensor([True] * 4 + [False] * 3)
     padded = torch.cat([x[:4], 100 * torch.randn(3, 5, 4, 4, generator=gen)])   # padding far off the real samples
-    out = masked_batch_norm(padded, valid, w, b, 1e-5)
+    out = part_batch_norm(padded, 1, valid, w, b, 1e-5)
     ref = F.batch_norm(x[:4], None, None, w, b, True, 0.0, 1e-5)
     torch.testing.assert_close(out[:4], ref)
     g_out = torch.autograd.grad((out[:4] ** 2).sum(), (x, w, b))
