@@ -9,6 +9,7 @@ damaged results store, 1 when training fails or the results directory's disk fil
 """
 from __future__ import annotations
 
+import json
 import os
 import sys
 
@@ -214,12 +215,22 @@ def _sweep(args) -> int:
     return 1 if out.failures else 0   # the failed runs' lines: sweep printed them on stderr
 
 
+def _unregistered(path) -> str:
+    """Why a store's directory of an algorithm not registered here is no run, or ""."""
+    try:
+        algorithm = json.loads((path / "config.json").read_text())["config"]["algorithm"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+    return "" if algorithm in METHODS else (f" (a run of {algorithm!r}, not registered here: name its module in "
+                                            "SEMIFL_METHODS)")
+
+
 def _runs(results_dir, clean: bool) -> int:
     """`semifl runs [--clean]`: the runs and their state; what is not a run (results.is_run) is named and left alone."""
     from .results import list_runs, not_runs, remove_incomplete, removable, store_root
     where = store_root(results_dir).resolve()
     for other in not_runs(results_dir):
-        print(f"not a run, left alone: {other.name}{'/' if other.is_dir() else ''}")
+        print(f"not a run, left alone: {other.name}{'/' if other.is_dir() else ''}{_unregistered(other)}")
     if clean:
         plan = removable(results_dir)
         print(f"--clean: {len(plan)} incomplete or corrupt run(s) to remove" + (":" if plan else ""))

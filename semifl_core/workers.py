@@ -168,9 +168,16 @@ def gpu_ids(dev) -> list[int]:
 
 
 def pool_size(device, cfgs, workers=None, k=None) -> tuple[int, list | None]:
-    """(processes, the GPU ids to spread them over or None) for training cfgs: `workers`, else workers_for with K
-    runs a GPU (runs_per_gpu: one line where K is refused)."""
+    """(processes, the GPU ids to spread them over or None) for training cfgs: `workers`, else $SEMIFL_WORKERS (so
+    papermill gives a notebook's grids one), else workers_for with K runs a GPU (runs_per_gpu: one line where K is
+    refused)."""
     from .run import pick_device
+    text = os.environ.get("SEMIFL_WORKERS", "").strip()
+    if workers is None and text:
+        if not text.isdigit() or int(text) < 1:
+            from .config import ConfigError
+            raise ConfigError(f"SEMIFL_WORKERS={text!r}: must be an integer >= 1 (the runs trained at once)")
+        workers = int(text)
     dev = pick_device(device)
     n = workers or workers_for(device, len(cfgs), runs_per_gpu(k, dev, cfgs))
     return n, (gpu_ids(dev) if dev.type == "cuda" and n > 1 and len(gpu_ids(dev)) > 1 else None)

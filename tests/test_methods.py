@@ -201,8 +201,8 @@ def test_a_broken_plugin_is_one_line_and_help_still_works(tmp_path):
     import sys
     (tmp_path / "broken_plugin.py").write_text("import no_such_dependency_xyz\n")
     (tmp_path / "clash_plugin.py").write_text(
-        "from semifl_core.methods import Method, register\n"
-        "register(Method('my-semifl', 'Mine', 'x:y', fields={'threshold': 0.5}))\n")
+        "from semifl_core.methods import Field, Method, register\n"
+        "register(Method('my-semifl', 'Mine', 'x:y', fields={'threshold': Field(0.5)}))\n")
     (tmp_path / "raising_plugin.py").write_text("raise ZeroDivisionError('division by zero in my module')\n")
     env = dict(os.environ, PYTHONPATH=f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
     for module, want in (("broken_plugin", "cannot import 'broken_plugin' (ModuleNotFoundError: No module named "
@@ -228,6 +228,37 @@ def test_a_method_without_a_round_or_a_variant_that_changes_nothing_is_refused_i
     with pytest.raises(ConfigError, match=said):
         register(method)
     assert method.name not in METHODS
+
+
+def test_a_hook_that_does_not_load_or_a_default_its_check_refuses_is_one_line_before_any_run(tmp_path, capsys):
+    """A variant's "module:name" client_loss with a typo is refused when its config is built (nothing trains, no run
+    directory is made); a field whose default fails its own check is refused at register; `semifl runs` says that a
+    run of a method not registered here is one (its module is not in SEMIFL_METHODS)."""
+    from semifl_core.methods import Field
+    register(Method("toy-typo", "Toy", variant_of="semifl", client_loss="semifl_core.methods.semifl_loss:no_such_fn"))
+    try:
+        with pytest.raises(ConfigError, match=r"^method 'toy-typo': client_loss='semifl_core.methods.semifl_loss:"
+                                              r"no_such_fn' does not load \(AttributeError: .*\); allowed: "):
+            profile("smoke", algorithm="toy-typo")
+        assert cli_main(["run", "--profile", "smoke", "--algorithm", "toy-typo", "--results-dir",
+                         str(tmp_path / "store")]) == 2
+        assert not (tmp_path / "store").exists() or not any((tmp_path / "store").iterdir())
+    finally:
+        del METHODS["toy-typo"]
+    with pytest.raises(ConfigError, match=r"^method 'toy-bad-default': field 'toy_mu': its default -1.0 fails its "
+                                          r"own check \(must be >= 0\)"):
+        register(Method("toy-bad-default", "Toy", variant_of="semifl",
+                        fields={"toy_mu": Field(-1.0, lambda v: "" if v >= 0 else "must be >= 0")}))
+    with pytest.raises(ConfigError, match=r"^method 'toy-no-field': field 'toy_mu': 0.5 is not a Field; allowed: "):
+        register(Method("toy-no-field", "Toy", variant_of="semifl", fields={"toy_mu": 0.5}))
+    assert "toy-bad-default" not in METHODS and "toy-no-field" not in METHODS
+    run_dir = tmp_path / "runs" / "semifl-prox-synthetic-iid-ns100-seed0-0123456789ab"
+    run_dir.mkdir(parents=True)
+    (run_dir / "config.json").write_text('{"config": {"algorithm": "semifl-prox"}}')
+    capsys.readouterr()
+    assert cli_main(["runs", "--results-dir", str(tmp_path / "runs")]) == 0
+    assert (f"not a run, left alone: {run_dir.name}/ (a run of 'semifl-prox', not registered here: name its module "
+            "in SEMIFL_METHODS)") in capsys.readouterr().out
 
 
 def test_a_value_the_method_fixes_is_never_overridden_silently_and_an_unknown_name_points_at_semifl_methods():

@@ -127,6 +127,17 @@ def test_a_worker_stopped_while_it_sets_a_run_up_ends_that_run(monkeypatch):
     assert workers._stopped
 
 
+def test_the_workers_from_the_environment_are_checked_and_used(monkeypatch):
+    """SEMIFL_WORKERS (how a notebook run by papermill trains one run at a time) sets the processes, a bad value is one
+    line; an explicit `workers` wins."""
+    cfgs = [profile("smoke")] * 5
+    monkeypatch.setenv("SEMIFL_WORKERS", "two")
+    with pytest.raises(ConfigError, match=r"^SEMIFL_WORKERS='two': must be an integer >= 1"):
+        workers.pool_size("cpu", cfgs)
+    monkeypatch.setenv("SEMIFL_WORKERS", "1")
+    assert workers.pool_size("cpu", cfgs) == (1, None) and workers.pool_size("cpu", cfgs, workers=3)[0] == 3
+
+
 def test_on_a_cpu_run_all_trains_one_run_per_core_this_process_may_use(monkeypatch):
     """`taskset -c 0` (or a container's cpuset) leaves one core: the runs then train in the calling process, not in
     workers that would share that core; never more workers than runs."""

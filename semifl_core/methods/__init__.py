@@ -149,10 +149,26 @@ class Method:
         return _load(self.split)(cfg, labels, rng) if self.split else None
 
     def problem(self, cfg) -> str:
-        """Why cfg is not a run of this method ("" if it is): the check of the method it is a variant of (SemiFL's
-        label-skew fields), then its own."""
-        return (METHODS[self.variant_of].problem(cfg) if self.variant_of else "") or (
+        """Why cfg is not a run of this method ("" if it is): a "module:name" hook of a registered method that does
+        not load, the check of the method it is a variant of (SemiFL's label-skew fields), then its own."""
+        return (self.name not in BUILTIN and self.unloadable()) or (
+            METHODS[self.variant_of].problem(cfg) if self.variant_of else "") or (
             _load(self.check)(cfg) if self.check else "")
+
+    def unloadable(self) -> str:
+        """One line on its first "module:name" hook that does not load, or "" (checked before a run starts)."""
+        for hook in HOOKS:
+            where = getattr(self, hook)
+            if isinstance(where, str) and where:
+                try:
+                    _load(where)
+                except Exception as err:
+                    return (f"method {self.name!r}: {hook}={where!r} does not load ({type(err).__name__}: "
+                            f"{' '.join(str(err).split())}); allowed: 'module:name' of an importable module")
+        return ""
+
+
+HOOKS = ("round", "inputs", "split", "check", "client_loss", "client_state", "server_state")
 
 
 def _load(where):
@@ -284,6 +300,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
 )}
 
 
+BUILTIN = frozenset(METHODS)   # the package's own methods (their hooks load: the tests run each)
+
 
 def register(method: Method) -> Method:
     """Add a method to the table; refused: a name already there, or a field name another method or Config has."""
@@ -311,6 +329,11 @@ def register(method: Method) -> Method:
         if owner or name in CORE_FIELDS:
             raise ConfigError(f"method {method.name!r}: field {name!r} is already "
                               + (f"{owner}'s" if owner else "a field of Config") + "; name yours otherwise")
+    for name, f in method.fields.items():
+        why = (f"{f!r} is not a Field; allowed: Field(default, check, help)" if not isinstance(f, Field) else
+               f.problem(f.default) and f"its default {f.default!r} fails its own check ({f.problem(f.default)})")
+        if why:
+            raise ConfigError(f"method {method.name!r}: field {name!r}: {why}")
     METHODS[method.name] = method
     return method
 
