@@ -217,6 +217,8 @@ class Config:
                             "computes in float32: it would overflow to inf)")
             if f.type == "bool" and not isinstance(v, bool):
                 bad(f.name, "must be true or false")
+            if f.type == "float" and type(v) is int:   # lr=1 is lr=1.0: one key, one run
+                object.__setattr__(self, f.name, float(v))
         if not isinstance(self.partition, str):
             bad("partition", "allowed are 'iid', 'non-iid-l-K' (K an integer), 'dir-ALPHA'")
         if not isinstance(self.labeled_partition, str):
@@ -230,6 +232,8 @@ class Config:
                                      f"{', '.join(sorted(declared)) or 'none'})")
             if why := declared[name].problem(value):
                 raise ConfigError(f"{name}={value!r}: {why} ({self.algorithm}'s own field: {declared[name].help})")
+        as_float = lambda k, v: float(v) if type(v) is int and type(declared[k].default) is float else v  # noqa: E731
+        object.__setattr__(self, "method_fields", tuple((k, as_float(k, v)) for k, v in self.method_fields))
         if why := self.method.problem(self):   # the method's own checks across fields (Method.check)
             raise ConfigError(why)
         if self.rng_streams == "client" and self.method.family not in CLIENT_STREAM_METHODS:

@@ -148,6 +148,10 @@ def test_key_changes_with_results_but_not_with_engine():
         assert base.replace(**changes).key() != base.key(), changes
     assert base.replace(engine="sequential").key() == base.key()
     assert base.replace(engine="vectorized").key() == base.key()
+    # an integer given for a float field is that float, Config's own or a method's: one key, one run
+    one = base.replace(lr=1, local_epochs=2, fedrs_alpha=1)
+    assert one == base.replace(lr=1.0, local_epochs=2.0) and type(one.lr) is type(one.fedrs_alpha) is float
+    assert one.key() == base.replace(lr=1.0, local_epochs=2.0, fedrs_alpha=1.0).key() != base.key()
 
 
 def test_the_long_profile_and_its_notebook_parameters():
