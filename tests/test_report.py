@@ -358,3 +358,28 @@ def test_say_wraps_printed_lines_at_separators_and_spaces(capsys):
     out = capsys.readouterr().out.rstrip("\n").split("\n")
     assert out[:2] == [line[:line.index(" | device")] + " |", "device: cpu (x86_64) | seeds: [0, 1, 2]"]
     assert all(len(x) <= report.runs.PRINT_WIDTH for x in out) and set(" ".join(out[2:]).split()) == {"word"}
+
+
+def test_a_run_that_is_not_the_committed_study_leaves_the_committed_figures_and_claims(tmp_path, capsys, monkeypatch):
+    """papermill -p seed 2 (or another profile, rounds, results_dir): the study changed, so a figure is shown but not
+    saved over figures/, and the README's claims file is not rewritten; figures_dir and device keep the study."""
+    import matplotlib.pyplot as plt
+    from semifl_core.report import confirmation, figures
+    from semifl_core.report.runs import INJECTED, check_injected, study_changes
+    cell = "profile = 'small'\nseed = None\nseeds = [0, 1, 2]\nfigures_dir = None\ndevice = 'auto'\n"
+    check_injected(["", cell, f"{INJECTED}seeds = [0, 1, 2]\nfigures_dir = '/tmp/x'\ndevice = 'cpu'\n"])
+    assert study_changes() == []                       # the same values, or where it draws and runs: the same study
+    check_injected(["", cell, f"{INJECTED}seed = 2\nprofile = 'small'\n"])
+    assert study_changes() == ["seed=2"]
+    # the repository's folders, here in tmp_path: a guard that failed would write there
+    monkeypatch.setattr(figures, "repo_path", lambda kind, given=None: Path(given) if given else tmp_path / kind)
+    monkeypatch.setattr(confirmation, "claims_file", lambda name, given=None: tmp_path / "claims" / f"{name}.csv")
+    confirmation.frame(["SemiFL above Partially Supervised, R=30, IID"], save_as="table1")
+    report.save_figure(plt.figure(), None, "figure2")
+    out = capsys.readouterr().out
+    assert "results/claims/table1.csv: kept as committed" in out and "figure2: shown, not saved" in out
+    assert not (tmp_path / "figures").exists() and not (tmp_path / "claims").exists()
+    report.save_figure(plt.figure(), tmp_path / "mine", "figure2")   # figures_dir given: saved there
+    assert (tmp_path / "mine" / "figure2.png").exists()
+    check_injected([""])
+    assert study_changes() == []

@@ -24,7 +24,7 @@ from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C
 from .paper import PARTITION_NAMES
 from .rule import ALPHA, Verdict, flip, holm, paired
-from .runs import final_accs, repo_path
+from .runs import final_accs, repo_path, study_changes
 
 EXPLORED = (0, 1, 2)             # the seeds every study planned from: the exploration
 
@@ -329,7 +329,9 @@ def claims_file(name: str, results_dir=None):
 def frame(names, save_as: str | None = None, results_dir=None):
     """final_words as a notebook shows them; save_as also writes <results_dir>/claims/<save_as>.csv, the README's."""
     t = final_words(names, results_dir)
-    if save_as:
+    if save_as and results_dir is None and study_changes():   # the README's rows stay the committed study's
+        print(f"results/claims/{save_as}.csv: kept as committed (not the committed study; results_dir writes yours)")
+    elif save_as:
         path = claims_file(save_as, results_dir)
         path.parent.mkdir(parents=True, exist_ok=True)
         t.to_csv(path, index=False, lineterminator="\n")

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from .configs import BASELINES
-from .runs import _kernel, display_name, repo_path
+from .runs import _kernel, display_name, repo_path, study_changes
 
 
 DPI = 150
@@ -88,15 +88,18 @@ def save_figure(fig, figures_dir, name: str) -> None:
         print(f"{name}: no figure (no runs to draw)")
         return
     d = repo_path("figures", figures_dir)
-    d.mkdir(parents=True, exist_ok=True)
     fig = getattr(fig, "figure", fig)   # accepts a seaborn FacetGrid
     plain_log_ticks(fig)
     font = smallest_font(fig)
     png = io.BytesIO()
     fig.savefig(png, format="png", bbox_inches="tight", dpi=DPI, metadata={FONT_KEY: f"{font:g}", DPI_KEY: f"{DPI}"})
-    (d / f"{name}.png").write_bytes(png.getvalue())
-    # no creation date in the pdf: a re-render of unchanged results leaves the file byte-identical
-    fig.savefig(d / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None})
+    if figures_dir is None and study_changes():   # the committed figure stays the committed study's
+        print(f"{name}: shown, not saved over figures/{name}.png (not the committed study; figures_dir saves it)")
+    else:
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"{name}.png").write_bytes(png.getvalue())
+        # no creation date in the pdf: a re-render of unchanged results leaves the file byte-identical
+        fig.savefig(d / f"{name}.pdf", bbox_inches="tight", metadata={"CreationDate": None})
     plt.close(fig)
     if _kernel() is not None:
         from IPython.display import Image, display

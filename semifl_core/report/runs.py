@@ -33,6 +33,10 @@ def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_d
     seed_list, pairs = seeds_of(seed, seeds), grid(profile_name, dataset)
     if describes:
         say(describe(profile_name, pairs, device, seed_list, rounds))
+    if study_changes():
+        say(f"Not the committed study ({', '.join(study_changes())}): the text describes the committed study; the "
+            "tables, figures, claims and takeaway are this run's. The repository's figures/ and results/claims/ "
+            "stay as committed (figures_dir, results_dir: where yours go).")
     print('results:', shown(repo_path('results', results_dir)), '| figures:', shown(repo_path('figures', figures_dir)))
     return seed_list, pairs
 
@@ -176,12 +180,15 @@ def check_injected(history: list[str]) -> None:
     """Papermill injects its parameters as a cell of assignments beginning INJECTED, right after the parameters cell
     (history: IPython's In); every name it sets must be set there too or be papermill's own (PAPERMILL_*,
     --inject-paths), else ConfigError. Unchecked without that cell, or if either is not plain assignments (by hand)."""
+    _changed.clear()
     at = max((i for i, src in enumerate(history) if src.startswith(INJECTED)), default=0)
     if at == 0:
         return
     declared, injected = _assigned(history[at - 1]), _assigned(history[at])
     if not declared or injected is None:
         return
+    _changed.extend(f"{k}={v!r}" for k, v in injected.items()
+                    if k in declared and k not in SAME_STUDY and v != declared[k])
     unknown = [name for name in injected if name not in declared and not name.startswith("PAPERMILL_")]
     if unknown:
         import difflib
@@ -196,21 +203,38 @@ def check_injected(history: list[str]) -> None:
                           else "") + f"; this notebook's parameters are {', '.join(declared)}")
 
 
-def _assigned(source: str) -> list[str] | None:
-    """The names a cell of plain assignments (`name = value`) sets, in order; None for any other cell."""
+def _assigned(source: str) -> dict | None:
+    """{name: value} that a cell of plain assignments (`name = value`) sets, in order (a value that is no literal: its
+    source text); None for any other cell."""
     import ast
     try:
         body = ast.parse(source).body
     except SyntaxError:
         return None
-    names = []
+    out = {}
     for node in body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
             else None
         if targets is None or not all(isinstance(t, ast.Name) for t in targets):
             return None
-        names += [t.id for t in targets if t.id not in names]
-    return names
+        try:
+            value = ast.literal_eval(node.value) if node.value is not None else None
+        except ValueError:
+            value = ast.unparse(node.value)
+        out.update({t.id: value for t in targets})
+    return out
+
+
+# The parameters that change where a notebook draws or runs, never which study it is
+SAME_STUDY = ("figures_dir", "device")
+_changed: list = []   # in a kernel: the parameters papermill set otherwise than the notebook ("seed=2")
+
+
+def study_changes() -> list[str]:
+    """The parameters this papermill run set to other values than the notebook's own, as 'name=value' (SAME_STUDY's
+    aside): [] for the committed study. A notebook then writes no committed file of the repository (figures/,
+    results/claims/): they hold the committed study's."""
+    return list(_changed)
 
 
 def seeds_of(seed=None, seeds=(0, 1, 2)) -> list[int]:
