@@ -13,7 +13,7 @@
 # ## Parameters and runs
 
 # %% tags=["parameters"]
-profile = 'small'          # 'paper' | 'small' | 'smoke'
+profile = 'small'          # 'paper' | 'small' | 'long' | 'smoke'
 seed = None                # one seed (e.g. -p seed 3) instead of `seeds`
 seeds = [0, 1, 2]          # the committed results hold seeds 0, 1, 2
 dataset = None             # None -> the profile's PROFILE_GRID datasets

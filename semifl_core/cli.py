@@ -227,9 +227,11 @@ def _unregistered(path) -> str:
 
 def _runs(results_dir, clean: bool) -> int:
     """`semifl runs [--clean]`: the runs and their state; what is not a run (results.is_run) is named and left alone."""
+    from .report.confirmation import claims_file, plan_file, start_file
     from .results import list_runs, not_runs, remove_incomplete, removable, store_root
     where = store_root(results_dir).resolve()
-    for other in not_runs(results_dir):
+    own = {f(results_dir).resolve() for f in (plan_file, start_file)} | {claims_file("x", results_dir).parent.resolve()}
+    for other in (p for p in not_runs(results_dir) if p.resolve() not in own):   # the package's own: not listed
         print(f"not a run, left alone: {other.name}{'/' if other.is_dir() else ''}{_unregistered(other)}")
     if clean:
         plan = removable(results_dir)
@@ -246,8 +248,9 @@ def _runs(results_dir, clean: bool) -> int:
         print(f"no runs in {where}" + ("" if where.exists() else " (no such directory)"))
         return 0
     import pandas as pd
+    table = table.drop(columns=[c for c in ("reason", "held_by") if not table[c].fillna("").astype(bool).any()])
     with pd.option_context("display.max_rows", 500, "display.width", 200):
-        print(table.to_string(index=False))
+        print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
     return 0
 
 

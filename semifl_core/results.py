@@ -60,7 +60,7 @@ def disk_error(err: OSError, need: int, kept: str = "") -> DiskError:
         else (err.strerror or str(err))
     todo = "free some space" if full else "make it writable"
     return DiskError(f"cannot write {err.filename or 'the results directory'}: {why}{'; ' + kept if kept else ''}; "
-                     f"{todo} (or choose another --results-dir) and run the same command again")
+                     f"{todo} (or choose another results directory) and run the same command again")
 
 
 def check_writable(results_dir) -> None:
@@ -68,7 +68,7 @@ def check_writable(results_dir) -> None:
     write: ResultsError, one line; full: the OSError (ENOSPC) naming the directory, for run.run to say as disk_error."""
     root = Path(results_dir)
     if root.exists() and not root.is_dir():
-        raise ResultsError(f"results_dir {str(root)!r} is a file, not a directory; choose another --results-dir")
+        raise ResultsError(f"results_dir {str(root)!r} is a file, not a directory; choose another results directory")
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=root, prefix=".probe-", suffix=".tmp") as fh:
@@ -78,8 +78,8 @@ def check_writable(results_dir) -> None:
         if err.errno in DISK_FULL:
             raise OSError(err.errno, err.strerror, str(root)) from None
         what = "is read-only" if err.errno == errno.EROFS else "is not writable"
-        raise ResultsError(f"results directory {root} {what} ({err.strerror or err}); choose another --results-dir") \
-            from None
+        raise ResultsError(f"results directory {root} {what} ({err.strerror or err}); choose another results "
+                           "directory") from None
 
 
 def run_dir(results_dir, cfg: Config) -> Path:
@@ -339,11 +339,12 @@ def _holding(path: Path, fd: int):
 
 def _mkdir(path: Path) -> None:
     if path.parent.exists() and not path.parent.is_dir():
-        raise ResultsError(f"results_dir {str(path.parent)!r} is a file, not a directory; choose another --results-dir")
+        raise ResultsError(f"results_dir {str(path.parent)!r} is a file, not a directory; choose another results "
+                           "directory")
     try:
         path.mkdir(parents=True, exist_ok=True)
     except OSError as err:
-        raise ResultsError(f"cannot create run directory {path} ({err.strerror}); choose another --results-dir") \
+        raise ResultsError(f"cannot create run directory {path} ({err.strerror}); choose another results directory") \
             from None
 
 
@@ -382,7 +383,7 @@ def store_root(results_dir) -> Path:
         raise ResultsError("results_dir '': give a directory (e.g. results); '' would be the current directory")
     root = Path(results_dir)
     if root.exists() and not root.is_dir():
-        raise ResultsError(f"results_dir {str(root)!r} is a file, not a directory; choose another --results-dir")
+        raise ResultsError(f"results_dir {str(root)!r} is a file, not a directory; choose another results directory")
     if (root / ".git" / "HEAD").is_file() or (root / ".git").is_file():   # a repository, or a worktree's gitdir
         raise ResultsError(f"results_dir {str(root)!r} is the root of a git checkout, not a results store; give its "
                            "results/ folder (or another store)")

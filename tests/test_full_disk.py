@@ -152,7 +152,8 @@ def test_a_read_only_results_directory_is_refused_before_any_training_and_still_
         err = capsys.readouterr().err
         assert rc == 2 and visible(err) == [err.strip()], err
         assert re.fullmatch(rf"semifl: results directory {re.escape(str(store))} is (read-only|not writable) "
-                            r"\((Read-only file system|Permission denied)\); choose another --results-dir", err.strip())
+                            r"\((Read-only file system|Permission denied)\); choose another results directory",
+                            err.strip())
         assert sorted(p.name for p in store.iterdir()) == [os.path.basename(done["path"])]
         # a complete run in a read-only store is read, never written: reused as ever
         assert cli_main([*SMOKE, "--set", "rounds=1", "--results-dir", str(store)]) == 0

@@ -41,6 +41,9 @@ def test_clean_removes_only_the_broken_runs_and_leaves_every_other_byte(tmp_path
     lookalike.mkdir()
     (lookalike / "data.bin").write_bytes(b"\x00\x01")
     (store / "README.txt").write_text("my runs")
+    (store / "claims").mkdir()                                                # the package's own: not listed
+    (store / "claims" / "table1.csv").write_text("claim\n")
+    (store / "confirmation_plan.json").write_text("{}")
     others = {k: v for k, v in digest(store).items() if not k.startswith((broken.name, half.name))}
 
     assert cli_main(["runs", "--clean", "--results-dir", str(store)]) == 0
@@ -49,6 +52,7 @@ def test_clean_removes_only_the_broken_runs_and_leaves_every_other_byte(tmp_path
     assert f"removed {broken.name}" in out and f"removed {half.name}" in out
     for name in ("notes/", ".git/", "empty/", f"{lookalike.name}/", "README.txt"):
         assert out.count(f"not a run, left alone: {name}\n") == 1
+    assert "claims" not in out and "confirmation_plan" not in out
     assert digest(store) == others                # every byte of everything else, the complete run included
     assert results.open_run(store, done).state == "complete"
 
