@@ -471,23 +471,32 @@ def load_metrics(path) -> pd.DataFrame:
 
 
 # ---------------------------------------------------------------------- training time, read back
+# What a round's time depends on besides the method and N_S: a run is priced only by runs of its size
+SIZE_FIELDS = ("dataset", "model", "num_clients", "active_rate", "local_epochs", "client_batch", "server_epochs",
+               "server_batch")
+
+
 def minutes_per_round(results_dir) -> dict:
-    """(algorithm, num_supervised) -> the median training minutes per round of the store's complete runs."""
+    """(algorithm, num_supervised, size) -> the median training minutes per round of the store's complete runs."""
     per = {}
     for s in Path(results_dir).glob("*/summary.json"):
         cfg = json.loads((s.parent / "config.json").read_text())["config"]
-        per.setdefault((cfg["algorithm"], cfg["num_supervised"]), []).append(train_minutes(s.parent) / cfg["rounds"])
+        key = (cfg["algorithm"], cfg["num_supervised"], tuple(cfg.get(f) for f in SIZE_FIELDS))
+        per.setdefault(key, []).append(train_minutes(s.parent) / cfg["rounds"])
     return {k: float(np.median(v)) for k, v in per.items()}
 
 
 def estimate_minutes(cfgs, per: dict) -> float:
-    """CPU minutes for `cfgs` at the rates `per` (minutes_per_round): same method and N_S, else method, else SemiFL at
-    N_S=100; NaN with no run to go by. More floor than forecast: semi-supervised rounds grow with the label ratio."""
+    """CPU minutes for `cfgs` at the rates `per` (minutes_per_round) of runs of their size: same method and N_S, else
+    method, else SemiFL; NaN with no run of that size to go by. More floor than forecast: semi-supervised rounds grow
+    with the label ratio."""
     from .methods import SEMIFL
     total = 0.0
     for cfg in cfgs:
-        same = [v for (alg, _), v in per.items() if alg == cfg.algorithm]
-        rate = per.get((cfg.algorithm, cfg.num_supervised)) or (same[0] if same else per.get((SEMIFL, 100)))
+        size = tuple(getattr(cfg, f) for f in SIZE_FIELDS)
+        near = [v for (alg, _, sz), v in sorted(per.items()) if sz == size and alg == cfg.algorithm] or \
+            [v for (alg, _, sz), v in sorted(per.items()) if sz == size and alg == SEMIFL]
+        rate = per.get((cfg.algorithm, cfg.num_supervised, size)) or (near[0] if near else None)
         total += rate * cfg.rounds if rate is not None else float("nan")
     return total
 

@@ -104,15 +104,21 @@ def test_without_training_missing_runs_are_left_out_and_named(tmp_path, monkeypa
         report.COLUMNS
 
 
-def test_the_time_estimate_takes_the_closest_committed_rate():
-    """A run to train is priced at the store's minutes per round of the same method and N_S, else of the same method,
-    else of SemiFL at N_S=100; an empty store gives no number, not zero."""
-    per = {("semifl", 100): 0.5, ("semifl", 40): 0.2, ("fedavg-fixmatch", 100): 1.0}
+def test_the_time_estimate_takes_the_closest_committed_rate_of_runs_of_the_same_size():
+    """A run to train is priced at the store's minutes per round of runs of its size (results.SIZE_FIELDS): the same
+    method and N_S, else the same method, else SemiFL; runs of another size (the small profile's for a smoke run), or
+    an empty store, give no number, not a wrong one."""
+    from semifl_core.results import SIZE_FIELDS
+    size = tuple(getattr(profile("smoke"), f) for f in SIZE_FIELDS)
+    other = tuple(getattr(profile("small"), f) for f in SIZE_FIELDS)
+    per = {("semifl", 100, size): 0.5, ("semifl", 40, size): 0.2, ("fedavg-fixmatch", 100, size): 1.0,
+           ("partially-supervised", 40, other): 9.0}
     cfgs = [profile("smoke", algorithm="semifl", num_supervised=40, rounds=10),                 # 0.2 x 10
             profile("smoke", algorithm="fedavg-fixmatch", num_supervised=250, rounds=4),        # 1.0 x 4
-            profile("smoke", algorithm="partially-supervised", num_supervised=40, rounds=2)]    # 0.5 x 2
-    assert report.estimate_minutes(cfgs, per) == pytest.approx(2 + 4 + 1)
+            profile("smoke", algorithm="partially-supervised", num_supervised=40, rounds=2)]    # SemiFL's 0.2 x 2
+    assert report.estimate_minutes(cfgs, per) == pytest.approx(2 + 4 + 0.4)
     assert np.isnan(report.estimate_minutes(cfgs, {}))
+    assert np.isnan(report.estimate_minutes([profile("small")], per))   # no run of its size: no number
 
 
 def test_split_table_names_columns_by_split_and_needs_two_splits_for_a_range():
