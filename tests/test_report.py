@@ -389,3 +389,17 @@ def test_a_run_that_is_not_the_committed_study_leaves_the_committed_figures_and_
     assert (tmp_path / "mine" / "figure2.png").exists()
     check_injected([""])
     assert study_changes() == []
+
+
+def test_the_runs_summary_names_federated_runs_whose_clients_never_trained(tmp_path):
+    """A 3-round run at tau 0.95 may pass no client image: its clients trained on nothing, and the summary says so;
+    a centralized run (no clients) and a run whose clients trained in some round are not named."""
+    rows = []
+    for name, algorithm, trained in (("idle", "semifl", [0, 0, 0]), ("busy", "semifl", [0, 3, 5]),
+                                     ("central", "partially-supervised", [0, 0, 0])):
+        (tmp_path / name).mkdir()
+        pd.DataFrame({"round": [1, 2, 3], "clients_trained": trained}).to_csv(tmp_path / name / "metrics.csv")
+        rows.append(dict(label=name, seed=7, algorithm=algorithm, path=str(tmp_path / name), reused=True))
+    text = report.runs_summary(pd.DataFrame(rows))
+    assert text == ("3 runs: 0 new, 3 reused from the results store\n1 federated runs in which no client trained in "
+                    "any round (no image passed the threshold): idle (seed 7)")

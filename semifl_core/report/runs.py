@@ -406,7 +406,14 @@ def run_all(configs: dict, seeds, results_dir=None, device="auto", data_root=Non
 
 
 def runs_summary(df: pd.DataFrame) -> str:
-    return f"{len(df)} runs: {int((~df.reused).sum())} new, {int(df.reused.sum())} reused from the results store"
+    """'N runs: x new, y reused', and the federated runs whose clients trained in no round (none of their images passed
+    the threshold: a short run's clients may add nothing), which a table would show as if they had."""
+    from ..methods import METHODS
+    idle = [f"{r.label} (seed {r.seed})" for r in df.itertuples() if METHODS[r.algorithm].federated
+            and load_metrics(r.path).get("clients_trained", pd.Series([1])).fillna(0).sum() == 0]
+    return (f"{len(df)} runs: {int((~df.reused).sum())} new, {int(df.reused.sum())} reused from the results store"
+            + (f"\n{len(idle)} federated runs in which no client trained in any round (no image passed the threshold): "
+               f"{'; '.join(idle[:4])}{'; ...' if len(idle) > 4 else ''}" if idle else ""))
 
 
 def curves(df: pd.DataFrame,
