@@ -28,7 +28,7 @@ def build_parser() -> Parser:
                         help=f"base configuration: {', '.join(PROFILES)} (default: %(default)s; `semifl profiles` "
                              "shows their values)")
         sp.add_argument("--dataset", default=None, metavar="NAME",
-                        help=f"one of {', '.join(DATASETS)} (default: the profile's: paper cifar10, small "
+                        help=f"one of {', '.join(DATASETS)} (default: the profile's: paper cifar10, small and long "
                              "fashionmnist, smoke synthetic)")
         sp.add_argument("--algorithm", default=None, metavar="NAME", help=algorithm_help)
         sp.add_argument("--set", action="extend", nargs="+", default=[], metavar="NAME=VALUE",
