@@ -117,7 +117,7 @@ report.takeaway(claims)
 # %% [markdown]
 # ## Claims
 #
-# Each claim is judged on its measure's per-seed mean over the second half of the rounds (Figure 6 is a curve; the claim names it) by [the package's rule](../docs/verdicts.md#the-rule), on the seeds this notebook trains (0-2 by default): *held* when the 95 % interval of A - B (paired by seed where the arms share each seed's labels, Holm-corrected over this table) lies above zero, *not held* below, *within noise* when it holds zero; *not run* while its runs are missing.
+# Each claim is judged on its measure's per-seed mean over the second half of the rounds (Figure 6 is a curve; the claim names it) by [the package's rule](../docs/verdicts.md#the-rule), on the seeds this notebook trains (0-2 by default): *held* when the 95 % interval of A - B (paired by seed where the arms share each seed's labels) lies above zero, *not held* below, *within noise* when it holds zero; *not run* while its runs are missing.
 
 # %% tags=["nbval-check-output"]
 claims

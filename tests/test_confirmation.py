@@ -126,3 +126,24 @@ def test_the_campaign_queues_each_claim_whole_before_the_next():
     plan = {r["claim"]: r for r in K.load_plan()["claims"]}
     for name in K.load_plan()["order"]:
         assert sum(1 for c in claims if c == f"confirmation: {name}") == 2 * len(plan[name]["seeds"]["a"])
+
+
+def test_a_claims_row_with_a_final_word_reads_it_and_so_does_the_takeaway():
+    """A notebook's claims table reads the final word of each comparison the final-words table decides (confirmed on
+    fresh seeds where seeds 0-2 read within noise), with the interval it rests on; other rows stay as judged."""
+    import pandas as pd
+    from semifl_core.report import claims as C
+    from semifl_core.report.rule import Verdict
+    table = C.claims([("[R=300] SemiFL beats Partially Supervised", Verdict("within noise"), "75.7 vs 71.0"),
+                      ("[R=30] FixMatch beats Partially Supervised", Verdict("held"), "74.1 vs 69.7")])
+    words = pd.DataFrame({"exploration: seeds 0-2": ["within noise: +4.6 [-8.3, +17.6], n=3"],
+                          "confirmation: fresh seeds alone": ["confirmed: +4.1 [+1.5, +6.6] at 97.5 %, n=8 fresh seeds "
+                                                              "(100-107), paired t, Holm over 3"],
+                          "final word": ["confirmed"]}, index=["SemiFL above Partially Supervised, R=300, IID"])
+    out = K.decided(table, words, {"[R=300] SemiFL beats Partially Supervised":
+                                   "SemiFL above Partially Supervised, R=300, IID"})
+    assert list(out.verdict.map(str)) == ["confirmed", "held"]
+    assert out[C.INTERVAL][0].startswith("+4.1 [+1.5, +6.6] at 97.5 %, n=8 fresh seeds")
+    assert out[C.INTERVAL][1] == table[C.INTERVAL][1] and out.evidence[0].startswith("seeds 0-2: 75.7 vs 71.0")
+    said = C.takeaway(out)
+    assert "1 confirmed on fresh seeds, 1 held" in said and "*Confirmed on fresh seeds:*\n- [R=300]" in said

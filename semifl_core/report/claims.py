@@ -34,7 +34,8 @@ class Takeaway(str):
 
 
 # verdicts in the order a takeaway lists them; anything else (a finding's value) is listed under "found"
-VERDICT_ORDER = [("held", "Held"), ("not held", "Not held"), ("within noise", "Within noise"),
+VERDICT_ORDER = [("confirmed", "Confirmed on fresh seeds"), ("not confirmed", "Not confirmed on fresh seeds"),
+                 ("held", "Held"), ("not held", "Not held"), ("within noise", "Within noise"),
                  ("fewer than three seeds: no verdict", "Fewer than three seeds: no verdict"),
                  ("not all run", "Not all run yet"), ("not run", "Not run yet")]
 

@@ -24,6 +24,7 @@ from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C
 from .paper import PARTITION_NAMES
 from .rule import ALPHA, Verdict, flip, holm, paired
+from .claims import INTERVAL as CLAIMS_INTERVAL
 from .runs import final_accs, repo_path, study_changes
 
 EXPLORED = (0, 1, 2)             # the seeds every study planned from: the exploration
@@ -336,6 +337,23 @@ def frame(names, save_as: str | None = None, results_dir=None):
         path.parent.mkdir(parents=True, exist_ok=True)
         t.to_csv(path, index=False, lineterminator="\n")
     return t.drop(columns=["seed_plan_name", "a", "b"]).set_index("claim")
+
+
+def decided(claims, words, rows: dict):
+    """A claims table whose rows named in `rows` ({its claim: the claim as `words` names it}; `words`: frame's table)
+    read their final word: its verdict, the interval it rests on, and in the evidence where it comes from. So a
+    comparison has one verdict in a notebook, its takeaway and the README."""
+    out = claims.copy()
+    for mine, theirs in rows.items():
+        word = words.loc[theirs]
+        basis = word["confirmation: fresh seeds alone"]
+        if basis in ("not given more seeds", "") or not any(c.isdigit() for c in basis):
+            basis = word["exploration: seeds 0-2"] + " (seeds 0-2, Holm over its family)"
+        i = out.index[out["claim"] == mine][0]
+        out.at[i, "verdict"] = word["final word"]
+        out.at[i, CLAIMS_INTERVAL] = basis.split(": ", 1)[-1]
+        out.at[i, "evidence"] = f"seeds 0-2: {out.at[i, 'evidence']}; the verdict is its final word (above)"
+    return out
 
 
 def table(results_dir=None) -> str:
