@@ -221,7 +221,7 @@ winners_table
 # %% [markdown]
 # ## Final words: seeds 0-2 and the confirmation on fresh seeds
 #
-# 'SemiFL beats Partially Supervised' at 100 and at 300 rounds under IID was given more seeds by the seed plan because it looked close at seeds 0-2, and those seeds chose it, so they cannot confirm it. It is judged again on fresh seeds alone (100 and up), in one family with Holm's correction, by a plan fixed before their runs ([docs/verdicts.md](../docs/verdicts.md#the-confirmation)): *confirmed* when the fresh-seed interval lies above zero, *not confirmed* otherwise. This is each claim's final word. Here too 300 rounds under Non-IID K=2 and 800 rounds under IID, which were given no seeds and keep their seeds 0-2 readings. The table is also written to `results/claims/horizon.csv`: the README's headline table reads its rows from there.
+# 'SemiFL beats Partially Supervised' at 100 and at 300 rounds under IID was given more seeds by the seed plan because it looked close at seeds 0-2, and those seeds chose it, so they cannot confirm it. It is judged again on fresh seeds alone (100 and up), in one family with Holm's correction, by a plan fixed before their runs ([docs/verdicts.md](../docs/verdicts.md#the-confirmation)): *confirmed* when the fresh-seed interval lies above zero, *not confirmed* otherwise. This is each claim's final word. The table also shows 300 rounds under Non-IID K=2 and 800 rounds under IID, which were given no more seeds and keep their seeds 0-2 readings. The table is also written to `results/claims/horizon.csv`: the README's headline table reads its rows from there.
 
 # %% tags=["nbval-check-output"]
 words = report.confirmation.frame([f"SemiFL above Partially Supervised, R={r}, {p}" for r, p in
@@ -277,9 +277,10 @@ def horizon_claims(df, horizons, long_df=None, pair=None, long_name="long", winn
 # %%
 claims = horizon_claims(df, report.configs.horizons_of(profile, ds), long_df, (ds, n),
                         long_profile, winners_table)
-final = {f"[{t}] SemiFL beats Partially Supervised": f"SemiFL above Partially Supervised, R={r}, {p}" for t, r, p in
-         (("R=100", 100, "IID"), ("R=300", 300, "IID"), ("R=800", 800, "IID"), (f"{long_profile}, IID", 300, "IID"),
-          (f"{long_profile}, Non-IID, K=2", 300, "Non-IID, K=2"))}
+final = {f"[{t}] SemiFL beats Partially Supervised": f"SemiFL above Partially Supervised, R={r}, {p}"
+         for t, r, p in (("R=100", 100, "IID"), ("R=300", 300, "IID"), ("R=800", 800, "IID"),
+                         (f"{long_profile}, IID", 300, "IID"),
+                         (f"{long_profile}, Non-IID, K=2", 300, "Non-IID, K=2"))}
 claims = report.confirmation.decided(claims, words, {k: v for k, v in final.items() if k in set(claims.claim)
                                                      and v in words.index})
 report.takeaway(claims)

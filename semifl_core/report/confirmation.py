@@ -24,7 +24,6 @@ from ..methods import PARTIALLY_SUPERVISED, SEMIFL
 from . import configs as C
 from .paper import PARTITION_NAMES
 from .rule import ALPHA, Verdict, flip, holm, paired
-from .claims import INTERVAL as CLAIMS_INTERVAL
 from .runs import final_accs, repo_path, study_changes
 
 EXPLORED = (0, 1, 2)             # the seeds every study planned from: the exploration
@@ -349,10 +348,10 @@ def decided(claims, words, rows: dict):
         basis = word["confirmation: fresh seeds alone"]
         if basis in ("not given more seeds", "") or not any(c.isdigit() for c in basis):
             basis = word["exploration: seeds 0-2"] + " (seeds 0-2, Holm over its family)"
-        i = out.index[out["claim"] == mine][0]
-        out.at[i, "verdict"] = word["final word"]
-        out.at[i, CLAIMS_INTERVAL] = basis.split(": ", 1)[-1]
-        out.at[i, "evidence"] = f"seeds 0-2: {out.at[i, 'evidence']}; the verdict is its final word (above)"
+        i = int(np.flatnonzero(out["claim"] == mine)[0])
+        out.iat[i, 1] = word["final word"]
+        out.iat[i, 2] = basis.split(": ", 1)[-1]   # claims.CLAIM_COLUMNS: claim, verdict, its interval, evidence
+        out.iat[i, 3] = f"seeds 0-2: {out.iat[i, 3]}; the verdict is its final word (above)"
     return out
 
 
