@@ -494,9 +494,9 @@ def estimate_minutes(cfgs, per: dict) -> float:
     total = 0.0
     for cfg in cfgs:
         size = tuple(getattr(cfg, f) for f in SIZE_FIELDS)
-        near = [v for (alg, _, sz), v in sorted(per.items()) if sz == size and alg == cfg.algorithm] or \
-            [v for (alg, _, sz), v in sorted(per.items()) if sz == size and alg == SEMIFL]
-        rate = per.get((cfg.algorithm, cfg.num_supervised, size)) or (near[0] if near else None)
+        near = sorted((alg != cfg.algorithm, n, v) for (alg, n, sz), v in per.items()
+                      if sz == size and alg in (cfg.algorithm, SEMIFL))   # its own method first, then SemiFL
+        rate = per.get((cfg.algorithm, cfg.num_supervised, size)) or (near[0][2] if near else None)
         total += rate * cfg.rounds if rate is not None else float("nan")
     return total
 

@@ -158,12 +158,14 @@ def _deploy(overrides: dict, supernodes: int, work: Path) -> None:
                               capture_output=True, text=True, env=env, timeout=600)
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     finally:
-        for p in procs:
+        for p in procs:   # all stopped at once, then waited for
             try:
                 os.killpg(p.pid, signal.SIGTERM)
-                p.wait(10)
             except ProcessLookupError:
                 pass
+        for p in procs:
+            try:
+                p.wait(10)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
 

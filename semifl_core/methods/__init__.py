@@ -330,10 +330,12 @@ def register(method: Method) -> Method:
             raise ConfigError(f"method {method.name!r}: field {name!r} is already "
                               + (f"{owner}'s" if owner else "a field of Config") + "; name yours otherwise")
     for name, f in method.fields.items():
-        why = (f"{f!r} is not a Field; allowed: Field(default, check, help)" if not isinstance(f, Field) else
-               f.problem(f.default) and f"its default {f.default!r} fails its own check ({f.problem(f.default)})")
-        if why:
-            raise ConfigError(f"method {method.name!r}: field {name!r}: {why}")
+        if not isinstance(f, Field):
+            raise ConfigError(f"method {method.name!r}: field {name!r}: {f!r} is not a Field; allowed: "
+                              "Field(default, check, help)")
+        if why := f.problem(f.default):
+            raise ConfigError(f"method {method.name!r}: field {name!r}: its default {f.default!r} fails its own "
+                              f"check ({why})")
     METHODS[method.name] = method
     return method
 

@@ -345,8 +345,8 @@ def decided(claims, words, rows: dict):
     out = claims.copy()
     for mine, theirs in rows.items():
         word = words.loc[theirs]
-        basis = word["confirmation: fresh seeds alone"]
-        if basis in ("not given more seeds", "") or not any(c.isdigit() for c in basis):
+        basis = word["confirmation: fresh seeds alone"]   # "confirmed: <interval>" where fresh seeds decided it
+        if not basis.startswith(f"{word['final word']}: "):
             basis = word["exploration: seeds 0-2"] + " (seeds 0-2, Holm over its family)"
         i = int(np.flatnonzero(out["claim"] == mine)[0])
         out.iat[i, 1] = word["final word"]

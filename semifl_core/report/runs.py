@@ -33,8 +33,8 @@ def notebook_setup(profile_name, seed, seeds, dataset, rounds, device, results_d
     seed_list, pairs = seeds_of(seed, seeds), grid(profile_name, dataset)
     if describes:
         say(describe(profile_name, pairs, device, seed_list, rounds))
-    if study_changes():
-        say(f"Not the committed study ({', '.join(study_changes())}): the text describes the committed study; the "
+    if changed := study_changes():
+        say(f"Not the committed study ({', '.join(changed)}): the text describes the committed study; the "
             "tables, figures, claims and takeaway are this run's. The repository's figures/ and results/claims/ "
             "stay as committed (figures_dir, results_dir: where yours go).")
     print('results:', shown(repo_path('results', results_dir)), '| figures:', shown(repo_path('figures', figures_dir)))
